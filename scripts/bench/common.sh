@@ -1,0 +1,58 @@
+# common.sh -- shared helpers for the cowd benchmark suite (sourced, bash).
+#
+# Provides: log/warn/die, PY (python3 to use), free_port, proc_tree_stats,
+# wait_http, and the CPU pinning settings SERVER_CPU / CLIENT_CPU.
+
+: "${SERVER_CPU:=0}"     # server pinned here (taskset -c)
+: "${CLIENT_CPU:=1}"     # load generators and helpers pinned here
+
+# Prefer Debian's interpreter: the pyenv shim adds ~50 ms per call.
+if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
+
+log()  { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+warn() { printf '[bench %s] WARNING: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die()  { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# free_port: print a TCP port on 127.0.0.1 that is free right now.
+free_port() {
+    "$PY" -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# proc_tree_stats PID: print "CPU_SECONDS RSS_KB NPROCS" for PID and all its
+# descendants. CPU = utime+stime of every live process in the tree plus
+# cutime+cstime (children already reaped), so exited workers still count.
+proc_tree_stats() {
+    "$PY" "$BENCH_DIR/proctree.py" "$1"
+}
+
+# wait_http PORT PATH SIZE [TIMEOUT_S]: wait until GET PATH on 127.0.0.1:PORT
+# returns 200 with SIZE body bytes. Returns 1 on timeout.
+wait_http() {
+    local port=$1 path=$2 size=$3 t=${4:-10} i got
+    for ((i = 0; i < t * 10; i++)); do
+        got=$(curl -s -o /dev/null -m 2 -w '%{http_code} %{size_download}' \
+              "http://127.0.0.1:$port$path" 2>/dev/null) || got=
+        [ "$got" = "200 $size" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# pid_alive PID
+pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+# stop_pid PID [GRACE_S]: TERM, wait up to GRACE_S, then KILL. Only ever used
+# on PIDs this suite started itself.
+stop_pid() {
+    local pid=$1 grace=${2:-5} i
+    pid_alive "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < grace * 10; i++)); do
+        pid_alive "$pid" || { wait "$pid" 2>/dev/null; return 0; }
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}

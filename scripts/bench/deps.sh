@@ -1,0 +1,36 @@
+# deps.sh -- install the suite's tools with apt if they are missing (sourced).
+#
+# Checks each tool with command -v first and installs only what is missing,
+# from the apt sources the system already has (never edits them). The
+# packages' own services are not started here: policy-rc.d usually forbids
+# it in containers, and the suite runs its own instances anyway.
+
+# tool:package pairs
+DEPS="nginx:nginx lighttpd:lighttpd h2o:h2o httperf:httperf wrk:wrk
+gnuplot:gnuplot-nox taskset:util-linux ps:procps curl:curl"
+
+ensure_deps() {
+    local spec tool pkg missing=()
+    for spec in $DEPS; do
+        tool=${spec%%:*} pkg=${spec#*:}
+        command -v "$tool" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        warn "missing packages (${missing[*]}) and not root: install them by hand"
+        return 0
+    fi
+    log "installing: ${missing[*]}"
+    # an empty package list means apt-get update never ran on this machine
+    if [ -z "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v -e lock -e partial)" ]; then
+        timeout 300 apt-get update -qq >/dev/null 2>&1 || warn "apt-get update failed"
+    fi
+    if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+        # one stale index is the usual cause: refresh once and retry
+        timeout 300 apt-get update -qq >/dev/null 2>&1
+        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+            || warn "apt-get install ${missing[*]} failed; servers that are missing will be skipped"
+    fi
+}

@@ -1,0 +1,223 @@
+# workloads.sh -- the five workloads (sourced, bash; needs common.sh,
+# servers.sh, docs.sh).
+#
+# Each workload_X SERVER starts a fresh instance of SERVER, runs its load
+# from CPU $CLIENT_CPU, samples the server's CPU time (whole process tree)
+# before and after every measured run, stops the server and appends rows to
+#   $OUT/runs.csv   one row per wrk run (workloads b-e)
+#   $OUT/sweep.csv  one row per httperf rate step (workload a)
+# Raw load-generator output is kept in $OUT/raw/.
+#
+# Settings (set by run from --short/--full, all overridable from the env):
+#   WRK_SECS WRK_CONNS WRK_THREADS REPS
+#   SWEEP_SECS SWEEP_START SWEEP_STEP SWEEP_CAP SWEEP_AFTER_ERRORS
+#   IDLE_CONNS IDLE_PATH
+
+RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note"
+SWEEP_HEADER="server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s"
+
+init_results() {
+    mkdir -p "$OUT/raw"
+    [ -f "$OUT/runs.csv" ] || echo "$RUNS_HEADER" >"$OUT/runs.csv"
+    [ -f "$OUT/sweep.csv" ] || echo "$SWEEP_HEADER" >"$OUT/sweep.csv"
+}
+
+cpu_now() { proc_tree_stats "$SRV_PID" | cut -d' ' -f1; }
+rss_now() { proc_tree_stats "$SRV_PID" | cut -d' ' -f2; }
+
+# start SERVER WORKLOAD [MODE]: fresh server for one workload. On failure a
+# row with note "start failed" is recorded so the report shows it.
+start_for() {
+    local server=$1 wl=$2 mode=${3:-normal}
+    local d="$WORK/run-$server-$wl"
+    rm -rf "$d"
+    if server_start "$server" "$DOCROOT" "$d" "$mode"; then
+        # warm the page cache / the server's file cache
+        local f
+        for f in f2k f12k f64k m500 m5k m50k m5m; do
+            curl -s -o /dev/null -m 5 "http://127.0.0.1:$SRV_PORT/$f" || true
+        done
+        return 0
+    fi
+    echo "$server,$wl,-,0,0,0,0,0,,,,,,start failed" >>"$OUT/runs.csv"
+    cp "$d/stderr.log" "$OUT/raw/$server-$wl-start-failure.log" 2>/dev/null
+    return 1
+}
+
+# wrk_once SERVER WORKLOAD LABEL REP PATH [WRK ARGS...]: one measured wrk run;
+# appends a runs.csv row. Extra note text comes from $RUN_NOTE.
+wrk_once() {
+    local server=$1 wl=$2 label=$3 rep=$4 path=$5; shift 5
+    local raw="$OUT/raw/$server-$wl-$label-$rep.wrk" c0 c1 line
+    if ! pid_alive "$SRV_PID"; then
+        echo "$server,$wl,$label,$rep,0,0,0,0,,,,,,server died" >>"$OUT/runs.csv"
+        return 1
+    fi
+    c0=$(cpu_now)
+    taskset -c "$CLIENT_CPU" timeout $((WRK_SECS + 30)) \
+        wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --timeout 5s \
+            --latency -s "$BENCH_DIR/bench.lua" "$@" \
+            "http://127.0.0.1:$SRV_PORT$path" >"$raw" 2>&1
+    c1=$(cpu_now)
+    line=$(grep '^BENCH ' "$raw" | tail -n1)
+    if [ -z "$line" ]; then
+        warn "$server $label: wrk produced no result (see $raw)"
+        echo "$server,$wl,$label,$rep,0,0,0,0,,,,,,wrk failed" >>"$OUT/runs.csv"
+        return 1
+    fi
+    local rss note="${RUN_NOTE:-}"
+    rss=$(rss_now)
+    pid_alive "$SRV_PID" || note="${note:+$note; }server died during run"
+    # shellcheck disable=SC2086
+    eval "local ${line#BENCH }"   # requests=.. duration_us=.. err_*=.. lat_*=..
+    awk -v s="$server" -v w="$wl" -v l="$label" -v r="$rep" \
+        -v req="$requests" -v dur="$duration_us" -v ec="$err_connect" \
+        -v er="$err_read" -v ew="$err_write" -v es="$err_status" \
+        -v et="$err_timeout" -v lm="$lat_mean_us" -v l99="$lat_p99_us" \
+        -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" 'BEGIN {
+            ok = req - es; d = dur / 1e6; errs = ec + er + ew + es + et
+            if (ok == 0 && note == "") note = "no replies"
+            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s\n",
+                s, w, l, r, ok, d, (d > 0 ? ok / d : 0), errs, ec, er, ew, es, et,
+                lm / 1000, l99 / 1000, c1 - c0, rss, note
+        }' >>"$OUT/runs.csv"
+    log "  $server $label #$rep: $(tail -n1 "$OUT/runs.csv" | cut -d, -f7) replies/s, errors $(tail -n1 "$OUT/runs.csv" | cut -d, -f8)"
+}
+
+# wrk_reps SERVER WORKLOAD LABEL PATH [WRK ARGS...]: REPS measured runs
+wrk_reps() {
+    local server=$1 wl=$2 label=$3 path=$4 rep; shift 4
+    for ((rep = 1; rep <= REPS; rep++)); do
+        wrk_once "$server" "$wl" "$label" "$rep" "$path" "$@" || break
+    done
+}
+
+# (a) The CoW paper's test: one 12,500-byte file, HTTP/1.1, exactly 5
+# requests per connection, httperf at a fixed connection rate. The rate is
+# stepped up until a step has errors (plus SWEEP_AFTER_ERRORS more steps to
+# show the plateau, as in the paper's Figures 5 and 6) or SWEEP_CAP.
+workload_a() {
+    local server=$1 rate steps_after=-1 raw c0 c1 vals
+    start_for "$server" a || return 1
+    for ((rate = SWEEP_START; rate <= SWEEP_CAP; rate += SWEEP_STEP)); do
+        pid_alive "$SRV_PID" || { warn "$server died during the sweep"; break; }
+        raw="$OUT/raw/$server-a-r$rate.httperf"
+        c0=$(cpu_now)
+        taskset -c "$CLIENT_CPU" timeout $((SWEEP_SECS + 30)) \
+            httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
+                --http-version 1.1 --rate "$rate" \
+                --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
+                >"$raw" 2>&1
+        c1=$(cpu_now)
+        vals=$(parse_httperf "$raw") || { warn "$server rate $rate: no httperf result"; break; }
+        echo "$server,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')" >>"$OUT/sweep.csv"
+        # vals: conns,replies,duration,rps,conn_rate,reply_ms,errors,...
+        local rps errs ms
+        rps=$(echo "$vals" | cut -d, -f4); ms=$(echo "$vals" | cut -d, -f6)
+        errs=$(echo "$vals" | cut -d, -f7)
+        log "  $server a: rate $rate conn/s -> $rps replies/s, $ms ms, errors $errs"
+        if [ "$steps_after" -ge 0 ]; then
+            steps_after=$((steps_after - 1))
+            [ "$steps_after" -lt 0 ] && break
+        elif [ "$errs" -gt 0 ]; then
+            steps_after=$SWEEP_AFTER_ERRORS
+            [ "$steps_after" -le 0 ] && break
+        fi
+    done
+    server_stop
+}
+
+# parse_httperf FILE -> conns,replies_2xx,duration_s,rps,conn_rate,reply_ms,
+#                       errors,client_timo,connrefused,connreset,fd_unavail,other
+parse_httperf() {
+    awk '
+        /^Total: connections/  { conns = $3; dur = $9; have = 1 }
+        /^Connection rate:/    { crate = $3 }
+        /^Reply time \[ms\]:/  { rt = $5 + $7 }
+        /^Reply status:/       { for (i = 1; i <= NF; i++) if ($i ~ /^2xx=/) { sub(/2xx=/, "", $i); ok = $i } }
+        /^Errors: total/       { errs = $3; ctimo = $5; refused = $9; reset = $11 }
+        /^Errors: fd-unavail/  { fdun = $3; other = $5 + $7 + $9 }
+        END {
+            if (!have) exit 1
+            printf "%d,%d,%.3f,%.1f,%.1f,%.1f,%d,%d,%d,%d,%d,%d\n", conns, ok, dur,
+                (dur > 0 ? ok / dur : 0), crate, rt, errs, ctimo, refused, reset, fdun, other
+        }' "$1"
+}
+
+# (b) wrk keep-alive, closed loop: WRK_CONNS connections, one thread.
+workload_b() {
+    local server=$1 f
+    start_for "$server" b || return 1
+    for f in f2k f12k f64k; do
+        wrk_reps "$server" b "$f" "/$f"
+    done
+    server_stop
+}
+
+# (c) one connection per request on 2 KB: wrk sending "Connection: close",
+# so the server closes after each response and wrk reconnects (closed loop,
+# same client and connection count as b; see README for why not httperf).
+workload_c() {
+    local server=$1
+    start_for "$server" c || return 1
+    wrk_reps "$server" c f2k-close /f2k -H 'Connection: close'
+    server_stop
+}
+
+# (d) the WebSTONE mix (JAWS paper, Table 1) through bench.lua's weighted
+# path choice; keep-alive.
+workload_d() {
+    local server=$1
+    start_for "$server" d || return 1
+    BENCH_MIX=$MIX_SPEC wrk_reps "$server" d mix /
+    server_stop
+}
+
+# (e) workload b on 12.5 KB while IDLE_CONNS keep-alive connections, each
+# served one request and then left idle, are held open by idle_conns.py.
+workload_e() {
+    local server=$1 hp out ready rss0 rss1 i alive label="f12k+idle"
+    start_for "$server" e idle || return 1
+    out="$OUT/raw/$server-e-idle.txt"
+    rss0=$(rss_now)
+    taskset -c "$CLIENT_CPU" timeout $((IDLE_HOLD + 60)) \
+        "$PY" "$BENCH_DIR/idle_conns.py" "$SRV_PORT" "$IDLE_CONNS" "$IDLE_PATH" \
+        "$IDLE_HOLD" 60 >"$out" 2>&1 &
+    hp=$!
+    for ((i = 0; i < 700; i++)); do
+        grep -q '^READY' "$out" && break
+        pid_alive "$hp" || break
+        sleep 0.1
+    done
+    ready=$(grep '^READY' "$out")
+    if [ -z "$ready" ]; then
+        warn "$server e: idle helper did not get ready"
+        stop_pid "$hp" 2
+        echo "$server,e,$label,0,0,0,0,0,,,,,,idle helper failed" >>"$OUT/runs.csv"
+        server_stop
+        return 1
+    fi
+    rss1=$(rss_now)
+    log "  $server e: $ready; server RSS $((rss0 / 1024)) -> $((rss1 / 1024)) MiB"
+    local ok=${ready#*ok=}; ok=${ok%% *}
+    RUN_NOTE="idle served=$ok/$IDLE_CONNS rss+$(((rss1 - rss0) / 1024))MiB" \
+        wrk_reps "$server" e "$label" /f12k
+    kill -USR1 "$hp" 2>/dev/null
+    wait "$hp" 2>/dev/null
+    alive=$(grep '^ALIVE' "$out")
+    log "  $server e: ${alive:-no ALIVE line}"
+    # append the survivors to the notes of this server's e rows
+    if [ -n "$alive" ]; then
+        alive=${alive#ALIVE alive=}; alive=${alive%% *}
+        "$PY" - "$OUT/runs.csv" "$server" "$alive" <<'EOF'
+import csv, sys
+path, server, alive = sys.argv[1:]
+rows = list(csv.reader(open(path)))
+for r in rows[1:]:
+    if r[0] == server and r[1] == "e" and "alive=" not in r[13]:
+        r[13] = (r[13] + "; " if r[13] else "") + f"alive after={alive}"
+csv.writer(open(path, "w", newline="")).writerows(rows)
+EOF
+    fi
+    server_stop
+}

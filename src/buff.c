@@ -1,0 +1,121 @@
+/* buff.c: the per-connection output buffer (Apache 1.3 buff.c semantics). */
+#include "buff.h"
+
+#include <errno.h>
+#include <string.h>
+
+void buff_init(struct buff *b, char *storage, size_t cap, struct io_waiter *w, unsigned timeout)
+{
+    memset(b, 0, sizeof *b);
+    b->buf = storage;
+    b->cap = cap;
+    b->waiter = w;
+    b->timeout = timeout;
+    b->fd = -1;
+}
+
+void buff_attach(struct buff *b, int fd)
+{
+    b->fd = fd;
+    b->len = 0;
+    b->failed = 0;
+    b->bytes_sent = 0;
+    b->syscalls = 0;
+}
+
+static int send_iov(struct buff *b, struct iovec *iov, int n, int more)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    b->syscalls++;
+    if (io_writev_all(b->waiter, b->fd, iov, n, b->timeout, more) < 0) {
+        b->failed = 1;
+        return -1;
+    }
+    b->bytes_sent += total;
+    return 0;
+}
+
+static int flush_pending(struct buff *b, int more)
+{
+    struct iovec iov = { b->buf, b->len };
+    if (b->len == 0)
+        return 0;
+    b->len = 0;
+    return send_iov(b, &iov, 1, more);
+}
+
+int buff_write(struct buff *b, const void *data, size_t len)
+{
+    const char *p = data;
+
+    if (b->failed)
+        return -1;
+    if (len <= b->cap - b->len) {           /* fits: copy, no system call */
+        memcpy(b->buf + b->len, p, len);
+        b->len += len;
+        return 0;
+    }
+    if (b->len > 0 && len >= BUFF_LARGE_WRITE) {
+        /* pending + caller's data in one writev, nothing copied */
+        struct iovec iov[2] = { { b->buf, b->len }, { (void *)p, len } };
+        b->len = 0;
+        return send_iov(b, iov, 2, 0);
+    }
+    /* tiny write that does not fit: top the buffer up, flush, go on */
+    size_t room = b->cap - b->len;
+    memcpy(b->buf + b->len, p, room);
+    b->len += room;
+    p += room;
+    len -= room;
+    if (flush_pending(b, 0) < 0)
+        return -1;
+    if (len >= b->cap) {                    /* a buffer's worth: send directly */
+        struct iovec iov = { (void *)p, len };
+        return send_iov(b, &iov, 1, 0);
+    }
+    memcpy(b->buf, p, len);
+    b->len = len;
+    return 0;
+}
+
+int buff_puts(struct buff *b, const char *s)
+{
+    return buff_write(b, s, strlen(s));
+}
+
+int buff_put_u64(struct buff *b, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return buff_write(b, tmp + i, sizeof tmp - i);
+}
+
+int buff_flush(struct buff *b)
+{
+    if (b->failed)
+        return -1;
+    return flush_pending(b, 0);
+}
+
+int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
+{
+    if (b->failed)
+        return -1;
+    if (flush_pending(b, len > 0) < 0)
+        return -1;
+    if (len == 0)
+        return 0;
+    b->syscalls++;
+    if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout) < 0) {
+        b->failed = 1;
+        return -1;
+    }
+    b->bytes_sent += len;
+    return 0;
+}

@@ -1,0 +1,246 @@
+/* config.c: command-line flags, their defaults and validation. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "autoconfig.h"
+#include "log.h"
+
+struct config cfg;
+
+static void config_defaults(void)
+{
+    memset(&cfg, 0, sizeof cfg);
+    cfg.index_name = "index.html";
+    cfg.log_level = LOG_INFO;
+    cfg.threads = 256;
+    cfg.stack_size = 64 * 1024;
+    cfg.max_keepalive_requests = 1000;   /* nginx keepalive_requests */
+    cfg.keepalive_timeout = 15;
+    cfg.header_timeout = 10;
+    cfg.body_timeout = 30;
+    cfg.send_timeout = 60;
+    cfg.max_uri = 8192;                   /* Apache LimitRequestLine is 8190 */
+    cfg.max_header_size = 16384;
+    cfg.max_headers = 100;                /* Apache LimitRequestFields */
+    cfg.max_ranges = 16;
+    cfg.max_body_discard = 1024 * 1024;
+    cfg.backlog = 4096;
+    cfg.foreground = 1;
+}
+
+enum {
+    OPT_ROOT = 256, OPT_THREADS, OPT_FOREGROUND, OPT_INDEX, OPT_LISTING, OPT_SYMLINKS,
+    OPT_MIME, OPT_ERROR_LOG, OPT_LOG_LEVEL, OPT_STACK, OPT_KA_REQ, OPT_KA_TIMEOUT,
+    OPT_HDR_TIMEOUT, OPT_BODY_TIMEOUT, OPT_SEND_TIMEOUT, OPT_MAX_URI, OPT_MAX_HDR_SIZE,
+    OPT_MAX_HEADERS, OPT_MAX_RANGES, OPT_MAX_BODY, OPT_BACKLOG, OPT_VERSION
+};
+
+static const struct option options[] = {
+    { "listen",                 required_argument, NULL, 'l' },
+    { "root",                   required_argument, NULL, OPT_ROOT },
+    { "threads",                required_argument, NULL, OPT_THREADS },
+    { "foreground",             no_argument,       NULL, OPT_FOREGROUND },
+    { "index",                  required_argument, NULL, OPT_INDEX },
+    { "listing",                no_argument,       NULL, OPT_LISTING },
+    { "symlinks-outside-root",  no_argument,       NULL, OPT_SYMLINKS },
+    { "mime-types",             required_argument, NULL, OPT_MIME },
+    { "error-log",              required_argument, NULL, OPT_ERROR_LOG },
+    { "log-level",              required_argument, NULL, OPT_LOG_LEVEL },
+    { "stack-size",             required_argument, NULL, OPT_STACK },
+    { "max-keepalive-requests", required_argument, NULL, OPT_KA_REQ },
+    { "keepalive-timeout",      required_argument, NULL, OPT_KA_TIMEOUT },
+    { "header-timeout",         required_argument, NULL, OPT_HDR_TIMEOUT },
+    { "body-timeout",           required_argument, NULL, OPT_BODY_TIMEOUT },
+    { "send-timeout",           required_argument, NULL, OPT_SEND_TIMEOUT },
+    { "max-uri",                required_argument, NULL, OPT_MAX_URI },
+    { "max-header-size",        required_argument, NULL, OPT_MAX_HDR_SIZE },
+    { "max-headers",            required_argument, NULL, OPT_MAX_HEADERS },
+    { "max-ranges",             required_argument, NULL, OPT_MAX_RANGES },
+    { "max-body-discard",       required_argument, NULL, OPT_MAX_BODY },
+    { "backlog",                required_argument, NULL, OPT_BACKLOG },
+    { "help",                   no_argument,       NULL, 'h' },
+    { "version",                no_argument,       NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 }
+};
+
+void config_usage(FILE *out)
+{
+    fprintf(out,
+"Usage: cowd [OPTION]...\n"
+"Serve static files over HTTP/1.1 with cooperative threads.\n"
+"\n"
+"  -l, --listen ADDR:PORT       address to listen on (repeatable); IPv6 as [::1]:8080,\n"
+"                               '*:PORT' for all IPv4 addresses (default 127.0.0.1:8080)\n"
+"      --root DIR               document root (default: the bundled demo site)\n"
+"      --index NAME             index file served for directories (default index.html)\n"
+"      --listing                list directories that have no index file\n"
+"      --symlinks-outside-root  follow symbolic links that lead out of the root\n"
+"                               (refused with 403 by default)\n"
+"      --mime-types FILE        MIME types file (default: the installed mime.types)\n"
+"      --threads N              handler threads, i.e. concurrent connections (default 256)\n"
+"      --stack-size BYTES       stack of each handler thread (default 64k)\n"
+"      --foreground             stay in the foreground (the default)\n"
+"      --error-log FILE         error log (default: standard error)\n"
+"      --log-level LEVEL        error, warn, info or debug (default info)\n"
+"      --max-keepalive-requests N  requests per connection before it closes (default 1000)\n"
+"      --keepalive-timeout SEC  idle time allowed between requests (default 15)\n"
+"      --header-timeout SEC     time allowed to receive a whole request head (default 10)\n"
+"      --body-timeout SEC       time allowed without progress reading a body (default 30)\n"
+"      --send-timeout SEC       time allowed without progress sending (default 60)\n"
+"      --max-uri BYTES          longest request line, else 414 (default 8192)\n"
+"      --max-header-size BYTES  largest request head, else 431 (default 16k)\n"
+"      --max-headers N          most header fields, else 431 (default 100)\n"
+"      --max-ranges N           most ranges honoured in one Range header (default 16)\n"
+"      --max-body-discard BYTES largest body read and discarded on GET/HEAD (default 1m)\n"
+"      --backlog N              listen backlog (default 4096)\n"
+"  -h, --help                   show this help and exit\n"
+"      --version                show the version and exit\n"
+"\n"
+"BYTES accept a k or m suffix.  See cowd(8).\n");
+}
+
+static int bad(const char *flag, const char *value, const char *why)
+{
+    fprintf(stderr, "cowd: invalid value '%s' for --%s: %s\n", value, flag, why);
+    return -1;
+}
+
+/* Parses a decimal with optional k/m suffix into [min, max]. */
+static int parse_number(const char *flag, const char *s, unsigned long long min,
+                        unsigned long long max, int allow_suffix, unsigned long long *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (*s < '0' || *s > '9')
+        return bad(flag, s, "not a number");
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return bad(flag, s, "out of range");
+    if (allow_suffix && (*end == 'k' || *end == 'K')) {
+        if (v > max / 1024) return bad(flag, s, "too large");
+        v *= 1024; end++;
+    } else if (allow_suffix && (*end == 'm' || *end == 'M')) {
+        if (v > max / (1024 * 1024)) return bad(flag, s, "too large");
+        v *= 1024 * 1024; end++;
+    }
+    if (*end != '\0')
+        return bad(flag, s, "trailing characters");
+    if (v < min || v > max) {
+        char why[96];
+        snprintf(why, sizeof why, "must be between %llu and %llu", min, max);
+        return bad(flag, s, why);
+    }
+    *out = v;
+    return 0;
+}
+
+#define NUM(field, min, max, suffix) do { \
+        unsigned long long v_; \
+        if (parse_number(options[idx].name, optarg, (min), (max), (suffix), &v_) < 0) return -1; \
+        cfg.field = v_; \
+    } while (0)
+
+static const char *default_path(const char *installed, const char *in_source)
+{
+    struct stat st;
+    if (stat(installed, &st) == 0)
+        return installed;
+    if (stat(in_source, &st) == 0)
+        return in_source;
+    return installed;
+}
+
+int config_parse(int argc, char **argv)
+{
+    int c, idx;
+
+    config_defaults();
+    opterr = 0;
+    for (;;) {
+        idx = 0;
+        c = getopt_long(argc, argv, ":l:h", options, &idx);
+        if (c == -1)
+            break;
+        /* getopt_long sets idx only for long options; find it for short ones */
+        if (c == 'l')
+            idx = 0;
+        switch (c) {
+        case 'l':
+            if (cfg.n_listen == COWD_MAX_LISTEN)
+                return bad("listen", optarg, "too many --listen addresses");
+            cfg.listen[cfg.n_listen++] = optarg;
+            break;
+        case OPT_ROOT: cfg.root = optarg; break;
+        case OPT_INDEX:
+            if (optarg[0] == '\0' || strchr(optarg, '/') != NULL)
+                return bad("index", optarg, "must be a plain file name");
+            cfg.index_name = optarg;
+            break;
+        case OPT_LISTING:
+#ifdef COWD_LISTING
+            cfg.listing = 1;
+            break;
+#else
+            fprintf(stderr, "cowd: --listing: this build has no directory listings (configured with --disable-listing)\n");
+            return -1;
+#endif
+        case OPT_SYMLINKS: cfg.symlinks_outside = 1; break;
+        case OPT_MIME: cfg.mime_types = optarg; break;
+        case OPT_ERROR_LOG: cfg.error_log = optarg; break;
+        case OPT_LOG_LEVEL:
+            if (strcmp(optarg, "error") == 0) cfg.log_level = LOG_ERROR;
+            else if (strcmp(optarg, "warn") == 0) cfg.log_level = LOG_WARN;
+            else if (strcmp(optarg, "info") == 0) cfg.log_level = LOG_INFO;
+            else if (strcmp(optarg, "debug") == 0) cfg.log_level = LOG_DEBUG;
+            else return bad("log-level", optarg, "must be error, warn, info or debug");
+            break;
+        case OPT_THREADS: NUM(threads, 1, 100000, 0); break;
+        case OPT_STACK: NUM(stack_size, 16 * 1024, 16 * 1024 * 1024, 1); break;
+        case OPT_FOREGROUND: cfg.foreground = 1; break;
+        case OPT_KA_REQ: NUM(max_keepalive_requests, 1, 100000000, 0); break;
+        case OPT_KA_TIMEOUT: NUM(keepalive_timeout, 1, 86400, 0); break;
+        case OPT_HDR_TIMEOUT: NUM(header_timeout, 1, 86400, 0); break;
+        case OPT_BODY_TIMEOUT: NUM(body_timeout, 1, 86400, 0); break;
+        case OPT_SEND_TIMEOUT: NUM(send_timeout, 1, 86400, 0); break;
+        case OPT_MAX_URI: NUM(max_uri, 64, 1024 * 1024, 1); break;
+        case OPT_MAX_HDR_SIZE: NUM(max_header_size, 256, 1024 * 1024, 1); break;
+        case OPT_MAX_HEADERS: NUM(max_headers, 1, 10000, 0); break;
+        case OPT_MAX_RANGES: NUM(max_ranges, 1, 1000, 0); break;
+        case OPT_MAX_BODY: NUM(max_body_discard, 0, 1ULL << 40, 1); break;
+        case OPT_BACKLOG: NUM(backlog, 1, 1 << 20, 0); break;
+        case 'h': config_usage(stdout); return 1;
+        case OPT_VERSION:
+            printf("cowd %s (GNU Pth 2.0.7 patched, %s backend)\n", PACKAGE_VERSION, COWD_BACKEND);
+            return 1;
+        case ':':
+            fprintf(stderr, "cowd: option '%s' needs a value (see cowd --help)\n", argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "cowd: unknown option '%s' (see cowd --help)\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "cowd: unexpected argument '%s' (see cowd --help)\n", argv[optind]);
+        return -1;
+    }
+    if (cfg.max_uri > cfg.max_header_size)
+        cfg.max_uri = cfg.max_header_size;
+    if (cfg.n_listen == 0)
+        cfg.listen[cfg.n_listen++] = "127.0.0.1:8080";
+    if (cfg.root == NULL)
+        cfg.root = default_path(COWD_DATADIR "/www", COWD_SRCDIR "/conf/www");
+    if (cfg.mime_types == NULL)
+        cfg.mime_types = default_path(COWD_DATADIR "/mime.types", COWD_SRCDIR "/conf/mime.types");
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* config.h: the server's settings, filled from command-line flags. */
+#ifndef COWD_CONFIG_H
+#define COWD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define COWD_MAX_LISTEN 8
+
+struct config {
+    const char *listen[COWD_MAX_LISTEN];
+    unsigned    n_listen;
+    const char *root;
+    const char *index_name;
+    const char *mime_types;
+    const char *error_log;
+    int         log_level;
+    unsigned    threads;            /* handler pool size */
+    size_t      stack_size;         /* per handler thread */
+    int         listing;
+    int         symlinks_outside;   /* follow symlinks that leave the root */
+    unsigned    max_keepalive_requests;
+    unsigned    keepalive_timeout;  /* seconds idle between requests */
+    unsigned    header_timeout;     /* seconds to receive a whole request head */
+    unsigned    body_timeout;       /* seconds without progress reading a body */
+    unsigned    send_timeout;       /* seconds without progress writing */
+    size_t      max_uri;            /* request-line length cap (414) */
+    size_t      max_header_size;    /* request head cap (431), also the read buffer */
+    unsigned    max_headers;        /* header field count cap (431) */
+    unsigned    max_ranges;         /* more ranges than this: Range ignored */
+    uint64_t    max_body_discard;   /* body bytes read and dropped on GET/HEAD */
+    unsigned    backlog;
+    int         foreground;
+};
+
+extern struct config cfg;
+
+/* Parse argv into cfg.  Returns 0 to run, 1 if --help/--version was printed
+ * (exit 0), -1 after printing one line naming the bad flag (exit non-zero). */
+int config_parse(int argc, char **argv);
+void config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,272 @@
+/* connection.c: the request loop of one connection: keep-alive, pipelining,
+ * timeouts, request bodies we must skip, and closing politely. */
+#include "connection.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "chunked.h"
+#include "config.h"
+#include "log.h"
+#include "response.h"
+#include "static_file.h"
+
+/* Bytes of file body read from disk per chunk; also the directory listing
+ * buffer.  Bodies larger than this go out with sendfile. */
+#define CONN_SCRATCH_SIZE (64 * 1024)
+#define CONN_OUT_SIZE 8192
+
+void *conn_create(unsigned index, void *arg)
+{
+    (void)index;
+    (void)arg;
+    struct conn *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->in_cap = cfg.max_header_size;
+    c->path_cap = cfg.max_uri + 2;
+    c->scratch_cap = CONN_SCRATCH_SIZE;
+    c->in = malloc(c->in_cap);
+    c->path = malloc(c->path_cap);
+    c->scratch = malloc(c->scratch_cap);
+    c->ranges = calloc(cfg.max_ranges, sizeof *c->ranges);
+    char *out = malloc(CONN_OUT_SIZE);
+    if (c->in == NULL || c->path == NULL || c->scratch == NULL || c->ranges == NULL ||
+        out == NULL || io_waiter_init(&c->waiter) < 0) {
+        free(c->in); free(c->path); free(c->scratch); free(c->ranges); free(out); free(c);
+        return NULL;
+    }
+    buff_init(&c->out, out, CONN_OUT_SIZE, &c->waiter, cfg.send_timeout);
+    return c;
+}
+
+enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR };
+
+/* Reads more request bytes into the input buffer.  Pending output is flushed
+ * only if the read would block: pipelined responses leave together. */
+static enum read_result read_more(struct conn *c, const struct timeval *deadline)
+{
+    if (c->in_start > 0) {
+        memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
+        c->in_end -= c->in_start;
+        c->in_start = 0;
+    }
+    if (c->in_end == c->in_cap)
+        return READ_ERROR;          /* callers bound their needs by in_cap */
+    for (;;) {
+        ssize_t n = read(c->fd, c->in + c->in_end, c->in_cap - c->in_end);
+        if (n > 0) {
+            c->in_end += (size_t)n;
+            return READ_OK;
+        }
+        if (n == 0)
+            return READ_EOF;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return READ_ERROR;
+        if (buff_flush(&c->out) < 0)
+            return READ_ERROR;
+        if (io_wait(&c->waiter, c->fd, 0, deadline) < 0)
+            return errno == ETIMEDOUT ? READ_TIMEOUT : READ_ERROR;
+    }
+}
+
+/* Drops n body bytes: first those already buffered, then from the socket. */
+static int discard_bytes(struct conn *c, uint64_t n)
+{
+    while (n > 0) {
+        size_t have = c->in_end - c->in_start;
+        if (have > 0) {
+            size_t take = have < n ? have : (size_t)n;
+            c->in_start += take;
+            n -= take;
+            continue;
+        }
+        struct timeval deadline;
+        io_deadline(&deadline, cfg.body_timeout);
+        c->in_start = c->in_end = 0;
+        if (read_more(c, &deadline) != READ_OK)
+            return -1;
+    }
+    return 0;
+}
+
+int conn_discard_body(struct conn *c, const struct http_request *req)
+{
+    if (!req->has_body)
+        return 0;
+    if (!req->chunked) {
+        if (req->content_length > cfg.max_body_discard)
+            return 413;
+        return discard_bytes(c, req->content_length) < 0 ? -1 : 0;
+    }
+    struct chunked_state cs;
+    chunked_init(&cs);
+    uint64_t data = 0;
+    for (;;) {
+        size_t consumed = 0;
+        uint64_t got = 0;
+        enum chunked_result r = chunked_feed(&cs, c->in + c->in_start, c->in_end - c->in_start,
+                                             &consumed, &got);
+        c->in_start += consumed;
+        data += got;
+        if (r == CHUNKED_ERROR)
+            return 400;
+        if (data > cfg.max_body_discard)
+            return 413;
+        if (r == CHUNKED_DONE)
+            return 0;
+        struct timeval deadline;
+        io_deadline(&deadline, cfg.body_timeout);
+        c->in_start = c->in_end = 0;
+        if (read_more(c, &deadline) != READ_OK)
+            return -1;
+    }
+}
+
+/* Half-close and drain briefly so that our last response is not destroyed
+ * by a TCP reset when the client still had unread bytes in flight. */
+static void lingering_close(struct conn *c)
+{
+    if (shutdown(c->fd, SHUT_WR) == 0) {
+        struct timeval deadline;
+        io_deadline(&deadline, 2);
+        size_t drained = 0;
+        while (drained < 256 * 1024) {
+            ssize_t n = io_read(&c->waiter, c->fd, c->scratch, c->scratch_cap, &deadline);
+            if (n <= 0)
+                break;
+            drained += (size_t)n;
+        }
+    }
+    close(c->fd);
+}
+
+/* Answers a request we could not parse; the connection closes. */
+static void answer_parse_error(struct conn *c, const struct http_request *req, int status)
+{
+    c->close_after = 1;
+    const struct http_request *r = req->version_major == 1 ? req : NULL;
+    if (status == 405)
+        response_error(c, r, status, "Allow", COWD_ALLOW);
+    else
+        response_error(c, r, status, NULL, NULL);
+}
+
+static void handle_request(struct conn *c, struct http_request *req)
+{
+    int st;
+
+    if (req->expect_continue && req->has_body) {
+        if (req->method != HTTP_GET && req->method != HTTP_HEAD && req->method != HTTP_OPTIONS) {
+            /* We will refuse it anyway: answer now without inviting the body
+             * and close, as RFC 9110 §10.1.1 allows. */
+            c->close_after = 1;
+            response_error(c, req, 405, "Allow", COWD_ALLOW);
+            return;
+        }
+        buff_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+        buff_flush(&c->out);
+    }
+    st = conn_discard_body(c, req);
+    if (st != 0) {
+        c->close_after = 1;
+        if (st > 0)
+            response_error(c, req, st, NULL, NULL);
+        return;
+    }
+
+    switch (req->method) {
+    case HTTP_GET:
+    case HTTP_HEAD:
+        static_file_serve(c, req);
+        return;
+    case HTTP_OPTIONS:
+        response_begin(c, req, 204);
+        response_header(c, "Allow", COWD_ALLOW);
+        response_end_headers(c);
+        return;
+    default:
+        response_error(c, req, 405, "Allow", COWD_ALLOW);
+        return;
+    }
+}
+
+void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_t peer_len)
+{
+    struct conn *c = ctx;
+    struct http_limits lim = { cfg.max_uri, cfg.max_header_size, cfg.max_headers };
+    struct timeval deadline;
+    int graceful = 1;
+
+    c->fd = fd;
+    c->peer = *peer;
+    c->peer_len = peer_len;
+    c->in_start = c->in_end = 0;
+    c->requests = 0;
+    c->close_after = 0;
+    buff_attach(&c->out, fd);
+
+    for (;;) {
+        struct http_request req;
+        size_t head_len = 0;
+        int status = 0;
+        enum http_parse_result pr;
+
+        /* An idle keep-alive connection may wait keepalive_timeout for its
+         * next request; once a byte arrives the head must be complete
+         * within header_timeout (total, not per read: slowloris). */
+        int started = c->in_end > c->in_start;
+        io_deadline(&deadline, started || c->requests == 0 ? cfg.header_timeout
+                                                           : cfg.keepalive_timeout);
+        for (;;) {
+            if (c->in_end > c->in_start) {
+                memset(&req, 0, sizeof req);
+                pr = http_parse_request(c->in + c->in_start, c->in_end - c->in_start, &lim,
+                                        &req, &head_len, &status);
+                if (pr != HTTP_PARSE_INCOMPLETE)
+                    break;
+            }
+            enum read_result rr = read_more(c, &deadline);
+            if (rr == READ_OK) {
+                if (!started) {
+                    started = 1;
+                    io_deadline(&deadline, cfg.header_timeout);
+                }
+                continue;
+            }
+            if (rr == READ_TIMEOUT && started) {
+                c->close_after = 1;
+                response_error(c, NULL, 408, NULL, NULL);
+            }
+            if (rr != READ_ERROR || !started)
+                goto done;
+            graceful = 0;
+            goto done;
+        }
+        if (pr == HTTP_PARSE_ERROR) {
+            answer_parse_error(c, &req, status);
+            goto done;
+        }
+        c->in_start += head_len;
+        c->requests++;
+        c->close_after = !req.keep_alive || c->requests >= cfg.max_keepalive_requests;
+        handle_request(c, &req);
+        if (c->out.failed) {
+            graceful = 0;
+            break;
+        }
+        if (c->close_after)
+            break;
+    }
+done:
+    if (graceful && buff_flush(&c->out) == 0 && c->close_after) {
+        lingering_close(c);
+        return;
+    }
+    close(fd);
+}

@@ -1,0 +1,49 @@
+/* connection.h: one client connection served to completion by a handler
+ * thread: read and parse requests (pipelined ones from the same buffer),
+ * answer them, keep the connection alive while allowed. */
+#ifndef COWD_CONNECTION_H
+#define COWD_CONNECTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "buff.h"
+#include "http_parse.h"
+#include "io.h"
+#include "range.h"
+
+/* Per-handler state, allocated once when the handler pool is created and
+ * reused for every connection that handler serves. */
+struct conn {
+    int fd;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+
+    struct io_waiter waiter;
+    struct buff out;
+
+    char *in;                   /* request bytes: [in_start, in_end) unparsed */
+    size_t in_cap, in_start, in_end;
+
+    char *path;                 /* normalized request path */
+    size_t path_cap;
+    char *scratch;              /* file bodies read from disk, listings */
+    size_t scratch_cap;
+    struct byte_range *ranges;
+
+    unsigned requests;          /* on this connection */
+    int close_after;            /* this response ends the connection */
+    int status;                 /* of the response being sent */
+};
+
+/* depot_ctx_fn: builds handler i's connection state (NULL on failure). */
+void *conn_create(unsigned index, void *arg);
+/* depot_serve_fn: serves fd until it closes; closes it. */
+void conn_serve(void *conn, int fd, const struct sockaddr_storage *peer, socklen_t peer_len);
+
+/* Reads and drops the request body announced by req (bounded by
+ * cfg.max_body_discard).  0 ok, else the error status to send (then close). */
+int conn_discard_body(struct conn *c, const struct http_request *req);
+
+#endif

@@ -1,0 +1,233 @@
+/* depot.c: the depot thread, its message pool and the handler pool (CoW §4).
+ *
+ * Why a depot: Pth does not let a thread suspend itself, and the accept
+ * thread must never block on a busy pool.  The depot owns the idle-handler
+ * stack; handlers announce "done" with pth_msgport_push so the depot sees a
+ * free handler before any backlog of new connections (fewer descriptors held
+ * waiting, CoW §4).  Everything is allocated once at startup. */
+#include "depot.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct handler {
+    struct depot *depot;
+    unsigned index;
+    pth_t tid;
+    pth_msgport_t port;
+    pth_event_t ev_port;
+    struct depot_msg done;          /* this handler's own "done" message */
+    void *ctx;
+    int served_any;
+    struct handler *idle_next;
+};
+
+struct depot {
+    struct depot_config cfg;
+    pth_msgport_t port;             /* conn messages (put) and done messages (push) */
+    pth_msgport_t free_port;        /* the pool of free conn messages */
+    pth_event_t ev_port, ev_free;
+    pth_t tid;
+    struct depot_msg *msgs;
+    struct handler *handlers;
+    struct handler *idle;           /* stack: the most recently used is warm */
+    unsigned n_idle;
+    struct depot_msg *backlog_head, *backlog_tail;
+    unsigned n_backlog, max_backlog;
+    unsigned long dispatched, done;
+    unsigned handlers_used;
+};
+
+static void give(struct depot *d, struct handler *h, struct depot_msg *m)
+{
+    d->dispatched++;
+    pth_msgport_put(h->port, &m->pth);
+}
+
+static void depot_handle(struct depot *d, struct depot_msg *m)
+{
+    if (m->kind == DEPOT_MSG_DONE) {
+        struct handler *h = m->handler;
+        d->done++;
+        if (d->backlog_head != NULL) {
+            struct depot_msg *c = d->backlog_head;
+            d->backlog_head = c->backlog_next;
+            if (d->backlog_head == NULL)
+                d->backlog_tail = NULL;
+            d->n_backlog--;
+            give(d, h, c);
+            return;
+        }
+        h->idle_next = d->idle;
+        d->idle = h;
+        d->n_idle++;
+        if (!pth_suspend(h->tid))
+            log_errno(LOG_ERROR, "depot: cannot suspend idle handler %u", h->index);
+        return;
+    }
+    if (d->idle != NULL) {
+        struct handler *h = d->idle;
+        d->idle = h->idle_next;
+        d->n_idle--;
+        if (!pth_resume(h->tid))
+            log_errno(LOG_ERROR, "depot: cannot resume handler %u", h->index);
+        give(d, h, m);
+        return;
+    }
+    m->backlog_next = NULL;
+    if (d->backlog_tail != NULL)
+        d->backlog_tail->backlog_next = m;
+    else
+        d->backlog_head = m;
+    d->backlog_tail = m;
+    if (++d->n_backlog > d->max_backlog)
+        d->max_backlog = d->n_backlog;
+}
+
+static void *depot_main(void *arg)
+{
+    struct depot *d = arg;
+    for (;;) {
+        pth_message_t *pm;
+        pth_wait(d->ev_port);
+        while ((pm = pth_msgport_get(d->port)) != NULL)
+            depot_handle(d, (struct depot_msg *)pm);
+    }
+    return NULL;
+}
+
+static void *handler_main(void *arg)
+{
+    struct handler *h = arg;
+    struct depot *d = h->depot;
+
+    for (;;) {
+        pth_message_t *pm;
+        pth_msgport_push(d->port, &h->done.pth);
+        while ((pm = pth_msgport_get(h->port)) == NULL)
+            pth_wait(h->ev_port);
+        struct depot_msg *m = (struct depot_msg *)pm;
+        int fd = m->fd;
+        struct sockaddr_storage peer = m->peer;
+        socklen_t peer_len = m->peer_len;
+        /* the message goes back to the pool at once: the accept thread may
+         * be waiting for one */
+        pth_msgport_put(d->free_port, &m->pth);
+        if (!h->served_any) {
+            h->served_any = 1;
+            d->handlers_used++;
+        }
+        d->cfg.serve(h->ctx, fd, &peer, peer_len);
+    }
+    return NULL;
+}
+
+struct depot *depot_create(const struct depot_config *dc)
+{
+    struct depot *d = calloc(1, sizeof *d);
+    if (d == NULL || dc->handlers == 0 || dc->messages == 0) {
+        log_msg(LOG_ERROR, "depot: cannot create a depot with %u handlers and %u messages",
+                dc->handlers, dc->messages);
+        free(d);
+        return NULL;
+    }
+    d->cfg = *dc;
+    d->msgs = calloc(dc->messages, sizeof *d->msgs);
+    d->handlers = calloc(dc->handlers, sizeof *d->handlers);
+    d->port = pth_msgport_create("depot");
+    d->free_port = pth_msgport_create(NULL);
+    if (d->msgs == NULL || d->handlers == NULL || d->port == NULL || d->free_port == NULL) {
+        log_errno(LOG_ERROR, "depot: out of memory for %u handlers", dc->handlers);
+        return NULL;
+    }
+    d->ev_port = pth_event(PTH_EVENT_MSG, d->port);
+    d->ev_free = pth_event(PTH_EVENT_MSG, d->free_port);
+    if (d->ev_port == NULL || d->ev_free == NULL) {
+        log_errno(LOG_ERROR, "depot: cannot create message events");
+        return NULL;
+    }
+    for (unsigned i = 0; i < dc->messages; i++) {
+        d->msgs[i].kind = DEPOT_MSG_CONN;
+        d->msgs[i].fd = -1;
+        pth_msgport_put(d->free_port, &d->msgs[i].pth);
+    }
+
+    pth_attr_t attr = pth_attr_new();
+    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
+    pth_attr_set(attr, PTH_ATTR_NAME, "depot");
+    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)(64 * 1024));
+    d->tid = pth_spawn(attr, depot_main, d);
+    if (d->tid == NULL) {
+        log_errno(LOG_ERROR, "depot: cannot spawn the depot thread");
+        pth_attr_destroy(attr);
+        return NULL;
+    }
+    pth_attr_set(attr, PTH_ATTR_NAME, "handler");
+    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)dc->stack_size);
+    for (unsigned i = 0; i < dc->handlers; i++) {
+        struct handler *h = &d->handlers[i];
+        h->depot = d;
+        h->index = i;
+        h->ctx = dc->make_ctx != NULL ? dc->make_ctx(i, dc->arg) : dc->arg;
+        h->port = pth_msgport_create(NULL);
+        h->ev_port = h->port != NULL ? pth_event(PTH_EVENT_MSG, h->port) : NULL;
+        h->done.kind = DEPOT_MSG_DONE;
+        h->done.handler = h;
+        h->done.fd = -1;
+        if ((dc->make_ctx != NULL && h->ctx == NULL) || h->ev_port == NULL ||
+            (h->tid = pth_spawn(attr, handler_main, h)) == NULL) {
+            log_errno(LOG_ERROR, "depot: cannot create handler thread %u of %u", i, dc->handlers);
+            pth_attr_destroy(attr);
+            return NULL;
+        }
+    }
+    pth_attr_destroy(attr);
+    return d;
+}
+
+struct depot_msg *depot_msg_take(struct depot *d, int wait)
+{
+    pth_message_t *pm;
+    while ((pm = pth_msgport_get(d->free_port)) == NULL) {
+        if (!wait)
+            return NULL;
+        pth_wait(d->ev_free);       /* pool empty: stop accepting until one returns */
+    }
+    return (struct depot_msg *)pm;
+}
+
+void depot_msg_return(struct depot *d, struct depot_msg *m)
+{
+    pth_msgport_put(d->free_port, &m->pth);
+}
+
+void depot_submit(struct depot *d, struct depot_msg *m)
+{
+    m->kind = DEPOT_MSG_CONN;
+    pth_msgport_put(d->port, &m->pth);
+}
+
+void depot_get_stats(const struct depot *d, struct depot_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->handlers = d->cfg.handlers;
+    st->idle = d->n_idle;
+    st->free_msgs = (unsigned)pth_msgport_pending(d->free_port);
+    st->backlog = d->n_backlog;
+    st->max_backlog = d->max_backlog;
+    st->dispatched = d->dispatched;
+    st->done = d->done;
+    st->handlers_used = d->handlers_used;
+}
+
+int depot_handler_index(const struct depot *d)
+{
+    pth_t self = pth_self();
+    for (unsigned i = 0; i < d->cfg.handlers; i++)
+        if (d->handlers[i].tid == self)
+            return (int)i;
+    return -1;
+}

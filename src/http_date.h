@@ -1,0 +1,25 @@
+/* http_date.h — HTTP-date (RFC 9110 §5.6.7) formatting and parsing, UTC only, locale- and
+ * TZ-independent, thread-free. Pure: no I/O, no allocation. */
+#ifndef COWD_HTTP_DATE_H
+#define COWD_HTTP_DATE_H
+
+#include <stddef.h>
+#include <time.h>
+
+#define HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
+
+/* Writes the IMF-fixdate for t plus a NUL into out; returns 29, or 0 (out = "") if t falls
+ * outside years 0001..9999, which IMF-fixdate cannot express. */
+size_t http_date_format(time_t t, char out[30]);
+
+/* Accepts IMF-fixdate, RFC 850 and asctime formats exactly as RFC 9110 §5.6.7 spells them
+ * (case-sensitive names, "GMT", single spaces). Returns 0 and sets *out, or -1 if invalid.
+ * RFC 850's two-digit year: 70-99 → 19xx, 00-69 → 20xx (fixed pivot; see http_date_parse_at
+ * for the RFC's 50-year rule relative to a clock). */
+int http_date_parse(const char *s, size_t len, time_t *out);
+
+/* Same, but a two-digit year that would lie more than 50 years after now is taken as the most
+ * recent past year with those digits (RFC 9110 §5.6.7). */
+int http_date_parse_at(const char *s, size_t len, time_t now, time_t *out);
+
+#endif

@@ -1,0 +1,51 @@
+/* http_parse.h — request-head parser (RFC 9112 §2-§3, §6; RFC 9110 Host/Expect/Connection).
+ * Pure: no I/O, no allocation; every slice points into the caller's buffer. */
+#ifndef COWD_HTTP_PARSE_H
+#define COWD_HTTP_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum http_method { HTTP_METHOD_UNKNOWN = 0, HTTP_GET, HTTP_HEAD, HTTP_POST, HTTP_PUT, HTTP_DELETE,
+                   HTTP_CONNECT, HTTP_OPTIONS, HTTP_TRACE, HTTP_PATCH };
+
+struct http_slice { const char *p; size_t len; };      /* points into the caller's buffer; p==NULL if absent */
+
+struct http_limits { size_t max_request_line; size_t max_head; unsigned max_headers; };
+
+struct http_request {
+    enum http_method method; struct http_slice method_name;
+    struct http_slice target;        /* raw request-target */
+    enum { HTTP_TARGET_ORIGIN, HTTP_TARGET_ABSOLUTE, HTTP_TARGET_ASTERISK, HTTP_TARGET_AUTHORITY } target_form;
+    struct http_slice path;          /* raw (still percent-encoded) path: from origin-form, or the path part of
+                                        absolute-form ("/" if empty); p==NULL for asterisk- and authority-form */
+    struct http_slice query;         /* after '?', without it; p==NULL if no '?' */
+    struct http_slice host;          /* authority from absolute-form if present (takes precedence), else the Host header value */
+    unsigned version_major, version_minor; /* 0.0 = not known (request-line unparsable); 1.x with x>1 is reported as 1.1 */
+    int keep_alive;                  /* 1.1: unless "close" token; 1.0: only with "keep-alive" token; "close" wins; 0 on error */
+    int has_body;                    /* Content-Length > 0 or chunked */
+    int chunked;                     /* Transfer-Encoding final coding is chunked */
+    uint64_t content_length;
+    int expect_continue;             /* Expect: 100-continue (case-insensitive); always 0 for HTTP/1.0 */
+    struct http_slice range, if_range, if_match, if_none_match, if_modified_since, if_unmodified_since,
+                      user_agent, referer;   /* first occurrence only, OWS-trimmed */
+    unsigned header_count;
+};
+
+/* Returns HTTP_PARSE_OK (full head parsed, *head_len = bytes consumed incl. final CRLFCRLF),
+ * HTTP_PARSE_INCOMPLETE (need more bytes; only if within limits), or HTTP_PARSE_ERROR with *status set to
+ * the response status and req->... filled as far as known (version, method) so the caller can answer.
+ * Only the first lim->max_head bytes of buf are ever examined, so the caller never needs to buffer more.
+ * When status is an error the caller closes the connection after answering if http_error_must_close(status)
+ * or framing is unknown. lim must not be NULL. */
+enum http_parse_result { HTTP_PARSE_OK, HTTP_PARSE_INCOMPLETE, HTTP_PARSE_ERROR };
+enum http_parse_result http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
+                                          struct http_request *req, size_t *head_len, int *status);
+
+/* Canonical upper-case name, or NULL for HTTP_METHOD_UNKNOWN / out-of-range values. */
+const char *http_method_name(enum http_method);
+
+/* 1 if the connection must be closed after sending an error response with this status. */
+int http_error_must_close(int status);
+
+#endif

@@ -1,0 +1,194 @@
+/* io.c: non-blocking socket I/O that parks the calling Pth thread on EAGAIN.
+ * Sockets are O_NONBLOCK from accept4(); we bypass pth_read/pth_write, which
+ * probe with select() before every call and fcntl() the mode back and forth. */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "autoconfig.h"
+#ifdef HAVE_SYS_SENDFILE_H
+#include <sys/sendfile.h>
+#endif
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+#ifndef MSG_MORE
+#define MSG_MORE 0
+#endif
+
+int io_waiter_init(struct io_waiter *w)
+{
+    /* The fd event needs some valid descriptor at creation; 0 is reset
+     * (PTH_MODE_REUSE) before every real wait. */
+    w->ev_fd = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, 0);
+    w->ev_time = pth_event(PTH_EVENT_TIME, pth_timeout(1, 0));
+    if (w->ev_fd == NULL || w->ev_time == NULL) {
+        io_waiter_free(w);
+        return -1;
+    }
+    return 0;
+}
+
+void io_waiter_free(struct io_waiter *w)
+{
+    if (w->ev_fd != NULL)
+        pth_event_free(w->ev_fd, PTH_FREE_THIS);
+    if (w->ev_time != NULL)
+        pth_event_free(w->ev_time, PTH_FREE_THIS);
+    w->ev_fd = w->ev_time = NULL;
+}
+
+void io_deadline(struct timeval *out, unsigned seconds)
+{
+    gettimeofday(out, NULL);
+    out->tv_sec += seconds;
+}
+
+int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline)
+{
+    unsigned long goal = want_write ? PTH_UNTIL_FD_WRITEABLE : PTH_UNTIL_FD_READABLE;
+
+    if (pth_event(PTH_EVENT_FD | goal | PTH_MODE_REUSE, w->ev_fd, fd) == NULL)
+        return -1;
+    if (deadline != NULL) {
+        struct timeval now;
+        gettimeofday(&now, NULL);
+        if (timercmp(&now, deadline, >=)) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (pth_event(PTH_EVENT_TIME | PTH_MODE_REUSE | PTH_MODE_CHAIN, w->ev_time, w->ev_fd,
+                      pth_time(deadline->tv_sec, deadline->tv_usec)) == NULL)
+            return -1;
+    }
+    pth_wait(w->ev_fd);
+    if (pth_event_status(w->ev_fd) == PTH_STATUS_OCCURRED)
+        return 0;
+    if (pth_event_status(w->ev_fd) == PTH_STATUS_FAILED) {
+        errno = EBADF;
+        return -1;
+    }
+    errno = ETIMEDOUT;
+    return -1;
+}
+
+ssize_t io_read(struct io_waiter *w, int fd, void *buf, size_t len, const struct timeval *deadline)
+{
+    for (;;) {
+        ssize_t n = read(fd, buf, len);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (io_wait(w, fd, 0, deadline) < 0)
+            return -1;
+    }
+}
+
+static ssize_t send_iov(int fd, struct iovec *iov, int iovcnt, int more)
+{
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)iovcnt;
+    return sendmsg(fd, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+}
+
+int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
+                  unsigned timeout, int more)
+{
+    struct timeval deadline;
+    int have_deadline = 0;
+
+    while (iovcnt > 0 && iov->iov_len == 0) {
+        iov++;
+        iovcnt--;
+    }
+    while (iovcnt > 0) {
+        ssize_t n = send_iov(fd, iov, iovcnt > IOV_MAX ? IOV_MAX : iovcnt, more);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == ENOTSOCK)  /* pipes and files, e.g. in tests */
+                n = writev(fd, iov, iovcnt > IOV_MAX ? IOV_MAX : iovcnt);
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return -1;
+            if (!have_deadline) {
+                io_deadline(&deadline, timeout);
+                have_deadline = 1;
+            }
+            if (io_wait(w, fd, 1, &deadline) < 0)
+                return -1;
+            continue;
+        }
+        have_deadline = 0;   /* progress: the send timeout starts again */
+        while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
+            n -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + n;
+            iov->iov_len -= (size_t)n;
+        }
+    }
+    return 0;
+}
+
+int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
+                    size_t len, unsigned timeout)
+{
+    struct timeval deadline;
+    int have_deadline = 0;
+
+    while (len > 0) {
+        ssize_t n;
+#if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
+        n = sendfile(fd, file_fd, offset, len > (1u << 30) ? (1u << 30) : len);
+        if (n == 0) {           /* file shrank under us: cannot keep our promise */
+            errno = EIO;
+            return -1;
+        }
+#else
+        char chunk[16384];
+        ssize_t r = pread(file_fd, chunk, len < sizeof chunk ? len : sizeof chunk, *offset);
+        if (r <= 0) {
+            if (r == 0) errno = EIO;
+            return -1;
+        }
+        struct iovec iov = { chunk, (size_t)r };
+        if (io_writev_all(w, fd, &iov, 1, timeout, 0) < 0)
+            return -1;
+        n = r;
+        *offset += r;
+#endif
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return -1;
+            if (!have_deadline) {
+                io_deadline(&deadline, timeout);
+                have_deadline = 1;
+            }
+            if (io_wait(w, fd, 1, &deadline) < 0)
+                return -1;
+            continue;
+        }
+        have_deadline = 0;
+        len -= (size_t)n;
+    }
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* io.h: non-blocking socket I/O for Pth threads, with deadlines.
+ * Every call tries the system call first and only parks the thread in the
+ * Pth scheduler on EAGAIN, so a ready socket costs exactly one system call. */
+#ifndef COWD_IO_H
+#define COWD_IO_H
+
+#include <pth.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+
+/* Per-thread wait state: two Pth events allocated once and reused for every
+ * wait, so waiting allocates nothing. */
+struct io_waiter {
+    pth_event_t ev_fd;
+    pth_event_t ev_time;
+};
+
+int  io_waiter_init(struct io_waiter *w);
+void io_waiter_free(struct io_waiter *w);
+
+/* Absolute deadline `seconds` from now. */
+void io_deadline(struct timeval *out, unsigned seconds);
+
+/* Park until fd is readable (want_write 0) or writable (1), or until the
+ * deadline (NULL: none).  0 when ready, -1 with errno ETIMEDOUT otherwise. */
+int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);
+
+/* read(2) that waits on EAGAIN.  >0 bytes, 0 end of stream, -1 error
+ * (errno ETIMEDOUT when the deadline passed). */
+ssize_t io_read(struct io_waiter *w, int fd, void *buf, size_t len, const struct timeval *deadline);
+
+/* Sends the whole iovec array (modified in place), resuming partial writes.
+ * `timeout` seconds without any progress fails with ETIMEDOUT.
+ * `more`: hint that more data follows at once (MSG_MORE where supported). */
+int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
+                  unsigned timeout, int more);
+
+/* Sends len bytes of file_fd from *offset (advanced) with sendfile(2), or
+ * pread+write where sendfile is missing. Same timeout rule. */
+int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
+                    size_t len, unsigned timeout);
+
+#endif

@@ -1,0 +1,132 @@
+/* listen.c: parsing listen addresses and opening listening sockets. */
+#include "listen.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+                 char *why, size_t why_len)
+{
+    char host[256];
+    const char *port_str;
+    size_t host_len;
+
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+        if (close == NULL || close[1] != ':') {
+            snprintf(why, why_len, "IPv6 addresses are written [ADDR]:PORT");
+            return -1;
+        }
+        host_len = (size_t)(close - spec - 1);
+        if (host_len >= sizeof host) {
+            snprintf(why, why_len, "address too long");
+            return -1;
+        }
+        memcpy(host, spec + 1, host_len);
+        port_str = close + 2;
+    } else {
+        const char *colon = strrchr(spec, ':');
+        if (colon == NULL) {
+            snprintf(why, why_len, "expected ADDR:PORT");
+            return -1;
+        }
+        host_len = (size_t)(colon - spec);
+        if (host_len == 0 || host_len >= sizeof host) {
+            snprintf(why, why_len, "expected ADDR:PORT");
+            return -1;
+        }
+        memcpy(host, spec, host_len);
+        port_str = colon + 1;
+    }
+    host[host_len] = '\0';
+
+    char *end;
+    errno = 0;
+    long port = strtol(port_str, &end, 10);
+    if (*port_str < '0' || *port_str > '9' || *end != '\0' || errno != 0 || port < 0 || port > 65535) {
+        snprintf(why, why_len, "port must be a number from 0 to 65535");
+        return -1;
+    }
+
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    if (strcmp(host, "*") == 0) {
+        sin->sin_family = AF_INET;
+        sin->sin_addr.s_addr = htonl(INADDR_ANY);
+        sin->sin_port = htons((uint16_t)port);
+        *len = sizeof *sin;
+        return 0;
+    }
+    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons((uint16_t)port);
+        *len = sizeof *sin;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *sin6;
+        return 0;
+    }
+    /* a host name, resolved once at startup */
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    int rc = getaddrinfo(host, port_str, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        snprintf(why, why_len, "cannot resolve '%s': %s", host, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+int listen_open(const char *spec, int backlog)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char why[160];
+    int one = 1;
+
+    if (listen_parse(spec, &ss, &len, why, sizeof why) < 0) {
+        log_msg(LOG_ERROR, "listen %s: %s", spec, why);
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        log_errno(LOG_ERROR, "listen %s: socket", spec);
+        return -1;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+        log_errno(LOG_WARN, "listen %s: SO_REUSEADDR", spec);
+    if (ss.ss_family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        log_errno(LOG_WARN, "listen %s: IPV6_V6ONLY", spec);
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
+        log_errno(LOG_ERROR, "listen %s: bind", spec);
+        close(fd);
+        return -1;
+    }
+    if (listen(fd, backlog) < 0) {
+        log_errno(LOG_ERROR, "listen %s: listen", spec);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

@@ -1,0 +1,14 @@
+/* listen.h: turning "ADDR:PORT" into a listening socket. */
+#ifndef COWD_LISTEN_H
+#define COWD_LISTEN_H
+
+#include <sys/socket.h>
+
+/* Parses "1.2.3.4:80", "[::1]:80", "*:80" or "localhost:80".  0 or -1 with a
+ * reason in why. */
+int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+                 char *why, size_t why_len);
+/* Opens a non-blocking, close-on-exec listening socket; -1 (logged) on error. */
+int listen_open(const char *spec, int backlog);
+
+#endif

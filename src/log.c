@@ -1,0 +1,77 @@
+/* log.c: the error log.  Every message is formatted into one line and written
+ * with a single write(2) so lines from several processes never interleave. */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int log_fd = 2;
+static enum log_level log_max = LOG_INFO;
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+int log_open(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return -1;
+    if (log_fd > 2)
+        close(log_fd);
+    log_fd = fd;
+    return 0;
+}
+
+void log_set_level(enum log_level level)
+{
+    log_max = level;
+}
+
+static void log_write(enum log_level level, int errnum, const char *fmt, va_list ap)
+{
+    char line[1024];
+    size_t n;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (level > log_max)
+        return;
+    gmtime_r(&now, &tm);
+    n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    n += (size_t)snprintf(line + n, sizeof line - n, " cowd[%ld] %s: ",
+                          (long)getpid(), level_names[level]);
+    if (n < sizeof line) {
+        int w = vsnprintf(line + n, sizeof line - n, fmt, ap);
+        if (w > 0)
+            n += (size_t)w;
+    }
+    if (errnum != 0 && n < sizeof line)
+        n += (size_t)snprintf(line + n, sizeof line - n, ": %s", strerror(errnum));
+    if (n > sizeof line - 2)
+        n = sizeof line - 2;  /* truncated message: still one line */
+    line[n++] = '\n';
+    while (write(log_fd, line, n) < 0 && errno == EINTR)
+        ;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_write(level, 0, fmt, ap);
+    va_end(ap);
+}
+
+void log_errno(enum log_level level, const char *fmt, ...)
+{
+    int saved = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    log_write(level, saved, fmt, ap);
+    va_end(ap);
+    errno = saved;
+}

@@ -1,0 +1,18 @@
+/* log.h: the one logging helper: leveled, timestamped lines to the error log. */
+#ifndef COWD_LOG_H
+#define COWD_LOG_H
+
+enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+/* Set where messages go (default stderr) and the most verbose level shown. */
+int  log_open(const char *path);
+void log_set_level(enum log_level level);
+
+/* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
+ * on entry), like err(3).  Both write one whole line with one write(2). */
+void log_msg(enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void log_errno(enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

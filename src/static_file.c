@@ -1,0 +1,387 @@
+/* static_file.c: GET/HEAD of static files: path resolution confined to the
+ * root, directories, validators and conditional requests, byte ranges
+ * (single and multipart/byteranges), and sending the body. */
+#include "static_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "autoconfig.h"
+#include "conditional.h"
+#include "date_cache.h"
+#include "config.h"
+#include "http_date.h"
+#include "log.h"
+#include "mime.h"
+#include "path.h"
+#include "range.h"
+#include "response.h"
+#ifdef COWD_LISTING
+#include "listing.h"
+#endif
+#ifdef HAVE_LINUX_OPENAT2_H
+#include <linux/openat2.h>
+#endif
+
+static int root_fd = -1;
+static char root_real[PATH_MAX];
+static size_t root_real_len;
+#if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
+static int have_openat2 = 1;
+#endif
+
+int static_file_init(const char *root)
+{
+    root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        log_errno(LOG_ERROR, "document root %s", root);
+        return -1;
+    }
+    if (realpath(root, root_real) == NULL) {
+        log_errno(LOG_ERROR, "document root %s: realpath", root);
+        return -1;
+    }
+    root_real_len = strlen(root_real);
+    if (root_real_len == 1)         /* root is "/": every path is beneath */
+        root_real_len = 0;
+    return 0;
+}
+
+/* Is fd (opened as rel under the root) really inside the root once every
+ * symbolic link is resolved?  The portable, slower check. */
+static int resolved_inside_root(const char *rel)
+{
+    char full[PATH_MAX * 2], resolved[PATH_MAX];
+    int n = snprintf(full, sizeof full, "%s/%s", root_real, rel);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return 0;
+    if (realpath(full, resolved) == NULL)
+        return 0;
+    return strncmp(resolved, root_real, root_real_len) == 0 &&
+           (resolved[root_real_len] == '/' || resolved[root_real_len] == '\0');
+}
+
+/* Opens rel (no leading '/') beneath the root.  Unless symlinks may leave
+ * the root, a path whose symlinks resolve outside it fails with EXDEV. */
+static int open_beneath(const char *rel, int flags)
+{
+    int fd;
+#if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
+    if (!cfg.symlinks_outside && have_openat2) {
+        /* One system call, and the kernel guarantees no escape by ".." or
+         * by a symlink.  It also refuses absolute symlinks that point back
+         * inside; those get the slower realpath check below. */
+        struct open_how how;
+        memset(&how, 0, sizeof how);
+        how.flags = (uint64_t)flags;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+        fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
+        if (fd >= 0 || (errno != ENOSYS && errno != EXDEV && errno != EPERM))
+            return fd;
+        if (errno == ENOSYS)
+            have_openat2 = 0;
+    }
+#endif
+    fd = openat(root_fd, rel, flags);
+    if (fd < 0 || cfg.symlinks_outside)
+        return fd;
+    if (!resolved_inside_root(rel)) {
+        close(fd);
+        errno = EXDEV;
+        return -1;
+    }
+    return fd;
+}
+
+static int errno_to_status(int e)
+{
+    switch (e) {
+    case ENOENT: case ENOTDIR: return 404;
+    case ENAMETOOLONG: return 414;
+    case EMFILE: case ENFILE: case ENOMEM: return 503;
+    case EACCES: case EPERM: case EXDEV: case ELOOP: default: return 403;
+    }
+}
+
+static size_t put_hex(char *out, uint64_t v)
+{
+    char tmp[16];
+    size_t n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Strong validator: changes whenever size or modification time (to the
+ * nanosecond) changes, like lighttpd's (nginx uses mtime-size). */
+static size_t make_etag(char out[64], const struct stat *st)
+{
+    size_t n = 0;
+    out[n++] = '"';
+    n += put_hex(out + n, (uint64_t)st->st_mtim.tv_sec);
+    out[n++] = '.';
+    n += put_hex(out + n, (uint64_t)st->st_mtim.tv_nsec);
+    out[n++] = '-';
+    n += put_hex(out + n, (uint64_t)st->st_size);
+    out[n++] = '"';
+    out[n] = '\0';
+    return n;
+}
+
+/* Sends [off, off+len) of the file.  A file that shrank under us makes the
+ * promised Content-Length a lie: the connection is failed (closed). */
+static int send_body(struct conn *c, int fd, uint64_t off, uint64_t len)
+{
+    if (len <= c->scratch_cap) {
+        size_t done = 0;
+        while (done < len) {
+            ssize_t n = pread(fd, c->scratch + done, (size_t)len - done, (off_t)(off + done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                log_errno(LOG_WARN, "reading file body (file changed while being sent?)");
+                c->out.failed = 1;
+                return -1;
+            }
+            done += (size_t)n;
+        }
+        return buff_write(&c->out, c->scratch, (size_t)len);
+    }
+    return buff_sendfile(&c->out, fd, (off_t)off, (size_t)len);
+}
+
+static int part_header(char *out, size_t cap, const char *boundary, const char *type,
+                       const struct byte_range *r, uint64_t size)
+{
+    return snprintf(out, cap, "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n\r\n",
+                    boundary, type, (unsigned long long)r->first, (unsigned long long)r->last,
+                    (unsigned long long)size);
+}
+
+static void send_multipart(struct conn *c, const struct http_request *req, int fd,
+                           const char *type, const struct stat *st, unsigned n,
+                           const char *etag, const char *last_modified)
+{
+    static unsigned long counter;
+    char boundary[40], ct[80], ph[256];
+    uint64_t size = (uint64_t)st->st_size, total = 0;
+
+    snprintf(boundary, sizeof boundary, "cowd%08lx%08lx", (unsigned long)st->st_ino ^ ++counter,
+             (unsigned long)date_cache_time());
+    for (unsigned i = 0; i < n; i++) {
+        int l = part_header(ph, sizeof ph, boundary, type, &c->ranges[i], size);
+        total += (uint64_t)l + (c->ranges[i].last - c->ranges[i].first + 1);
+    }
+    total += 2 + 2 + strlen(boundary) + 4;   /* "\r\n--" boundary "--\r\n" */
+
+    snprintf(ct, sizeof ct, "multipart/byteranges; boundary=%s", boundary);
+    response_begin(c, req, 206);
+    response_header(c, "Content-Type", ct);
+    response_header_u64(c, "Content-Length", total);
+    response_header(c, "Last-Modified", last_modified);
+    response_header(c, "ETag", etag);
+    response_header(c, "Accept-Ranges", "bytes");
+    response_end_headers(c);
+    if (req->method == HTTP_HEAD)
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        int l = part_header(ph, sizeof ph, boundary, type, &c->ranges[i], size);
+        buff_write(&c->out, ph, (size_t)l);
+        if (send_body(c, fd, c->ranges[i].first, c->ranges[i].last - c->ranges[i].first + 1) < 0)
+            return;
+    }
+    buff_puts(&c->out, "\r\n--");
+    buff_puts(&c->out, boundary);
+    buff_puts(&c->out, "--\r\n");
+}
+
+static void send_file(struct conn *c, const struct http_request *req, int fd,
+                      const struct stat *st, const char *name, size_t name_len)
+{
+    char etag[64], last_modified[32];
+    size_t etag_len = make_etag(etag, st);
+    uint64_t size = (uint64_t)st->st_size;
+    const char *type = mime_type_for(name, name_len);
+
+    http_date_format(st->st_mtim.tv_sec, last_modified);
+    struct cond_resource res = { etag, etag_len, st->st_mtim.tv_sec };
+    int cond = cond_evaluate(req, &res);
+    if (cond == 304) {
+        response_begin(c, req, 304);
+        response_header(c, "Last-Modified", last_modified);
+        response_header(c, "ETag", etag);
+        response_end_headers(c);
+        return;
+    }
+    if (cond == 412) {
+        response_error(c, req, 412, NULL, NULL);
+        return;
+    }
+
+    /* Range applies to GET only (RFC 9110 §14.2); If-Range decides whether
+     * the client's copy is still the one its ranges refer to. */
+    if (req->method == HTTP_GET && req->range.p != NULL && cond_if_range_ok(req, &res)) {
+        unsigned n = 0;
+        enum range_result rr = range_parse(req->range.p, req->range.len, size, cfg.max_ranges,
+                                           c->ranges, cfg.max_ranges, &n);
+        if (rr == RANGE_UNSATISFIABLE) {
+            char cr[48];
+            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
+            response_error(c, req, 416, "Content-Range", cr);
+            return;
+        }
+        if (rr == RANGE_OK && n == 1) {
+            char cr[80];
+            const struct byte_range *r = &c->ranges[0];
+            uint64_t len = r->last - r->first + 1;
+            snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)r->first,
+                     (unsigned long long)r->last, (unsigned long long)size);
+            response_begin(c, req, 206);
+            response_header(c, "Content-Type", type);
+            response_header_u64(c, "Content-Length", len);
+            response_header(c, "Content-Range", cr);
+            response_header(c, "Last-Modified", last_modified);
+            response_header(c, "ETag", etag);
+            response_header(c, "Accept-Ranges", "bytes");
+            response_end_headers(c);
+            send_body(c, fd, r->first, len);
+            return;
+        }
+        if (rr == RANGE_OK && n > 1) {
+            send_multipart(c, req, fd, type, st, n, etag, last_modified);
+            return;
+        }
+    }
+
+    response_begin(c, req, 200);
+    response_header(c, "Content-Type", type);
+    response_header_u64(c, "Content-Length", size);
+    response_header(c, "Last-Modified", last_modified);
+    response_header(c, "ETag", etag);
+    response_header(c, "Accept-Ranges", "bytes");
+    response_end_headers(c);
+    if (req->method == HTTP_GET && size > 0)
+        send_body(c, fd, 0, size);
+}
+
+/* 301 to the same path with a slash, keeping the query (as nginx does). */
+static void redirect_to_dir(struct conn *c, const struct http_request *req)
+{
+    size_t need = req->path.len + 2 + (req->query.p != NULL ? req->query.len + 1 : 0);
+    if (need > c->scratch_cap) {
+        response_error(c, req, 414, NULL, NULL);
+        return;
+    }
+    char *loc = c->scratch;
+    size_t n = 0;
+    memcpy(loc, req->path.p, req->path.len);
+    n += req->path.len;
+    loc[n++] = '/';
+    if (req->query.p != NULL) {
+        loc[n++] = '?';
+        memcpy(loc + n, req->query.p, req->query.len);
+        n += req->query.len;
+    }
+    loc[n] = '\0';
+    response_error(c, req, 301, "Location", loc);
+}
+
+void static_file_serve(struct conn *c, const struct http_request *req)
+{
+    int trailing_slash = 0;
+    int st_code = path_normalize(req->path.p, req->path.len, c->path, c->path_cap - 1 -
+                                 strlen(cfg.index_name) - 1, &trailing_slash);
+    if (st_code != 0) {
+        if (st_code == 400)
+            c->close_after = 1;
+        response_error(c, req, st_code, NULL, NULL);
+        return;
+    }
+    /* c->path is "/a/b" (maybe with a trailing '/'); open "a/b" under root */
+    size_t plen = strlen(c->path);
+    while (plen > 1 && c->path[plen - 1] == '/')
+        c->path[--plen] = '\0';
+    const char *rel = plen > 1 ? c->path + 1 : ".";
+
+    int fd = open_beneath(rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        response_error(c, req, errno_to_status(errno), NULL, NULL);
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        log_errno(LOG_WARN, "fstat %s", c->path);
+        close(fd);
+        response_error(c, req, 500, NULL, NULL);
+        return;
+    }
+    const char *name = c->path;
+    size_t name_len = plen;
+
+    if (S_ISDIR(st.st_mode)) {
+        if (!trailing_slash && plen > 1) {
+            close(fd);
+            redirect_to_dir(c, req);
+            return;
+        }
+        /* the index file: "a/b/index.html" beneath the root */
+        size_t ilen = strlen(cfg.index_name);
+        char *p = c->path;
+        size_t dir_len = plen;
+        if (plen == 1) {
+            memcpy(p + 1, cfg.index_name, ilen + 1);
+            plen = 1 + ilen;
+        } else {
+            p[plen] = '/';
+            memcpy(p + plen + 1, cfg.index_name, ilen + 1);
+            plen += 1 + ilen;
+        }
+        int ifd = open_beneath(p + 1, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (ifd < 0) {
+            int e = errno;
+#ifdef COWD_LISTING
+            if (cfg.listing && e == ENOENT) {
+                p[dir_len] = '\0';
+                listing_send(c, req, fd, p);
+                close(fd);
+                return;
+            }
+#endif
+            close(fd);
+            /* a directory without an index is not listed: 403, as nginx */
+            response_error(c, req, e == ENOENT ? 403 : errno_to_status(e), NULL, NULL);
+            return;
+        }
+        close(fd);
+        fd = ifd;
+        if (fstat(fd, &st) < 0) {
+            close(fd);
+            response_error(c, req, 500, NULL, NULL);
+            return;
+        }
+        name = p;
+        name_len = plen;
+    } else if (trailing_slash) {
+        close(fd);
+        response_error(c, req, 404, NULL, NULL);    /* "/file.txt/" */
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        response_error(c, req, 403, NULL, NULL);    /* devices, fifos, sockets */
+        return;
+    }
+    send_file(c, req, fd, &st, name, name_len);
+    close(fd);
+}

@@ -1,0 +1,12 @@
+/* static_file.h: answering GET and HEAD from files under the document root. */
+#ifndef COWD_STATIC_FILE_H
+#define COWD_STATIC_FILE_H
+
+#include "connection.h"
+#include "http_parse.h"
+
+/* Opens the document root once at startup.  0, or -1 (logged). */
+int static_file_init(const char *root);
+void static_file_serve(struct conn *c, const struct http_request *req);
+
+#endif
