@@ -57,7 +57,11 @@ int buff_write(struct buff *b, const void *data, size_t len)
         b->len += len;
         return 0;
     }
-    if (b->len > 0 && len >= BUFF_LARGE_WRITE) {
+    if (b->len == 0) {                      /* a buffer's worth or more: no copy */
+        struct iovec iov = { (void *)p, len };
+        return send_iov(b, &iov, 1, 0);
+    }
+    if (len >= BUFF_LARGE_WRITE) {
         /* pending + caller's data in one writev, nothing copied */
         struct iovec iov[2] = { { b->buf, b->len }, { (void *)p, len } };
         b->len = 0;

@@ -117,10 +117,6 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
             continue;
         }
 
-        if (st->state >= S_SIZE_BWS && st->state <= S_EXT_POST_VALUE && ++st->ext_len > CHUNKED_MAX_EXT_TOTAL) {
-            st->state = S_ERROR;
-            break;
-        }
         if (st->state >= S_TRAILER_LINE_START && st->state <= S_FINAL_LF &&
             ++st->trailer_len > CHUNKED_MAX_TRAILER_TOTAL) {
             st->state = S_ERROR;
@@ -141,14 +137,12 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
                 st->remaining = (st->remaining << 4) | (uint64_t)h;
                 next = S_SIZE;
             } else if (st->state == S_SIZE) {
-                if (c == ';' || is_bws(c)) {
-                    /* the byte opening the extension area counts toward the limit too */
-                    if (++st->ext_len > CHUNKED_MAX_EXT_TOTAL)
-                        break;
-                    next = c == ';' ? S_EXT_PRE_NAME : S_SIZE_BWS;
-                } else {
+                if (c == ';')
+                    next = S_EXT_PRE_NAME;
+                else if (is_bws(c))
+                    next = S_SIZE_BWS;
+                else
                     next = size_line_end(st, c);
-                }
             }
             break;
         }
@@ -271,7 +265,9 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
             break;
         }
 
-        if (next == -1) {
+        /* Every byte that lands in the extension area (BWS, ';', names, values; not the line
+         * terminator) counts toward one budget for the whole body. */
+        if (next == -1 || (next >= S_SIZE_BWS && next <= S_EXT_POST_VALUE && ++st->ext_len > CHUNKED_MAX_EXT_TOTAL)) {
             st->state = S_ERROR;
             break;
         }

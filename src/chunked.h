@@ -10,8 +10,8 @@
  * cap on data bytes ever tripping. */
 #define CHUNKED_MAX_SIZE_DIGITS 16u      /* significant hex digits in a chunk-size (64 bits) */
 #define CHUNKED_MAX_LEADING_ZEROS 16u    /* leading zeros before them */
-#define CHUNKED_MAX_EXT_TOTAL 4096u      /* chunk-ext bytes over the whole body */
-#define CHUNKED_MAX_TRAILER_TOTAL 8192u  /* trailer section bytes incl. line terminators */
+#define CHUNKED_MAX_EXT_TOTAL 4096u      /* chunk-ext bytes (excl. line terminators) over the whole body */
+#define CHUNKED_MAX_TRAILER_TOTAL 8192u  /* trailer section bytes incl. all line terminators */
 
 struct chunked_state {
     int state;

@@ -34,13 +34,19 @@ static void config_defaults(void)
     cfg.max_body_discard = 1024 * 1024;
     cfg.backlog = 4096;
     cfg.foreground = 1;
+    cfg.max_connections = 16384;
+    cfg.cache_size = 64 * 1024 * 1024;
+    cfg.cache_entries = 4096;
+    cfg.cache_validate = 1;
+    cfg.sendfile_min = 64 * 1024;
 }
 
 enum {
     OPT_ROOT = 256, OPT_THREADS, OPT_FOREGROUND, OPT_INDEX, OPT_LISTING, OPT_SYMLINKS,
     OPT_MIME, OPT_ERROR_LOG, OPT_LOG_LEVEL, OPT_STACK, OPT_KA_REQ, OPT_KA_TIMEOUT,
     OPT_HDR_TIMEOUT, OPT_BODY_TIMEOUT, OPT_SEND_TIMEOUT, OPT_MAX_URI, OPT_MAX_HDR_SIZE,
-    OPT_MAX_HEADERS, OPT_MAX_RANGES, OPT_MAX_BODY, OPT_BACKLOG, OPT_VERSION
+    OPT_MAX_HEADERS, OPT_MAX_RANGES, OPT_MAX_BODY, OPT_BACKLOG, OPT_VERSION,
+    OPT_MAX_CONN, OPT_CACHE_SIZE, OPT_CACHE_ENTRIES, OPT_CACHE_VALIDATE, OPT_SENDFILE_MIN
 };
 
 static const struct option options[] = {
@@ -66,6 +72,11 @@ static const struct option options[] = {
     { "max-ranges",             required_argument, NULL, OPT_MAX_RANGES },
     { "max-body-discard",       required_argument, NULL, OPT_MAX_BODY },
     { "backlog",                required_argument, NULL, OPT_BACKLOG },
+    { "max-connections",        required_argument, NULL, OPT_MAX_CONN },
+    { "cache-size",             required_argument, NULL, OPT_CACHE_SIZE },
+    { "cache-entries",          required_argument, NULL, OPT_CACHE_ENTRIES },
+    { "cache-validate",         required_argument, NULL, OPT_CACHE_VALIDATE },
+    { "sendfile-min",           required_argument, NULL, OPT_SENDFILE_MIN },
     { "help",                   no_argument,       NULL, 'h' },
     { "version",                no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 }
@@ -101,6 +112,11 @@ void config_usage(FILE *out)
 "      --max-ranges N           most ranges honoured in one Range header (default 16)\n"
 "      --max-body-discard BYTES largest body read and discarded on GET/HEAD (default 1m)\n"
 "      --backlog N              listen backlog (default 4096)\n"
+"      --max-connections N      open client connections per process (default 16384)\n"
+"      --cache-size BYTES       file cache: memory for small files' contents (default 64m)\n"
+"      --cache-entries N        file cache: most files cached (default 4096; 0 = no cache)\n"
+"      --cache-validate SEC     file cache: stat a cached file at most this often (default 1)\n"
+"      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 64k)\n"
 "  -h, --help                   show this help and exit\n"
 "      --version                show the version and exit\n"
 "\n"
@@ -218,6 +234,11 @@ int config_parse(int argc, char **argv)
         case OPT_MAX_RANGES: NUM(max_ranges, 1, 1000, 0); break;
         case OPT_MAX_BODY: NUM(max_body_discard, 0, 1ULL << 40, 1); break;
         case OPT_BACKLOG: NUM(backlog, 1, 1 << 20, 0); break;
+        case OPT_MAX_CONN: NUM(max_connections, 1, 10000000, 0); break;
+        case OPT_CACHE_SIZE: NUM(cache_size, 0, 1ULL << 40, 1); break;
+        case OPT_CACHE_ENTRIES: NUM(cache_entries, 0, 10000000, 0); break;
+        case OPT_CACHE_VALIDATE: NUM(cache_validate, 0, 86400, 0); break;
+        case OPT_SENDFILE_MIN: NUM(sendfile_min, 0, 1ULL << 40, 1); break;
         case 'h': config_usage(stdout); return 1;
         case OPT_VERSION:
             printf("cowd %s (GNU Pth 2.0.7 patched, %s backend)\n", PACKAGE_VERSION, COWD_BACKEND);

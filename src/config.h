@@ -32,6 +32,11 @@ struct config {
     uint64_t    max_body_discard;   /* body bytes read and dropped on GET/HEAD */
     unsigned    backlog;
     int         foreground;
+    unsigned    max_connections;    /* open client connections per worker */
+    size_t      cache_size;         /* file cache: bytes of small-file contents */
+    unsigned    cache_entries;      /* file cache: entries */
+    unsigned    cache_validate;     /* file cache: seconds between stat() of an entry */
+    size_t      sendfile_min;       /* bodies at least this big go out with sendfile */
 };
 
 extern struct config cfg;

@@ -211,5 +211,5 @@ server_stop() {
 # stop_all_servers: exit-trap helper; stops only the PIDs we started.
 stop_all_servers() {
     local p
-    for p in "${STARTED_PIDS[@]}"; do stop_pid "$p" 3; done
+    for p in "${STARTED_PIDS[@]}" "${HELPER_PIDS[@]}"; do stop_pid "$p" 3; done
 }

@@ -13,6 +13,8 @@
 #   SWEEP_SECS SWEEP_START SWEEP_STEP SWEEP_CAP SWEEP_AFTER_ERRORS
 #   IDLE_CONNS IDLE_PATH
 
+HELPER_PIDS=()   # idle-connection helpers we started, for the exit trap
+
 RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note"
 SWEEP_HEADER="server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s"
 
@@ -76,7 +78,7 @@ wrk_once() {
         -v et="$err_timeout" -v lm="$lat_mean_us" -v l99="$lat_p99_us" \
         -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" 'BEGIN {
             ok = req - es; d = dur / 1e6; errs = ec + er + ew + es + et
-            if (ok == 0 && note == "") note = "no replies"
+            if (ok == 0) note = (note == "" ? "no replies" : "no replies; " note)
             printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s\n",
                 s, w, l, r, ok, d, (d > 0 ? ok / d : 0), errs, ec, er, ew, es, et,
                 lm / 1000, l99 / 1000, c1 - c0, rss, note
@@ -180,10 +182,12 @@ workload_e() {
     start_for "$server" e idle || return 1
     out="$OUT/raw/$server-e-idle.txt"
     rss0=$(rss_now)
-    taskset -c "$CLIENT_CPU" timeout $((IDLE_HOLD + 60)) \
-        "$PY" "$BENCH_DIR/idle_conns.py" "$SRV_PORT" "$IDLE_CONNS" "$IDLE_PATH" \
-        "$IDLE_HOLD" 60 >"$out" 2>&1 &
+    # no `timeout` wrapper: the helper bounds itself (60 s setup, IDLE_HOLD s
+    # hold) and must receive our USR1 directly; taskset execs it, so $! is it.
+    taskset -c "$CLIENT_CPU" "$PY" "$BENCH_DIR/idle_conns.py" "$SRV_PORT" \
+        "$IDLE_CONNS" "$IDLE_PATH" "$IDLE_HOLD" 60 >"$out" 2>&1 &
     hp=$!
+    HELPER_PIDS+=("$hp")
     for ((i = 0; i < 700; i++)); do
         grep -q '^READY' "$out" && break
         pid_alive "$hp" || break
@@ -199,11 +203,15 @@ workload_e() {
     fi
     rss1=$(rss_now)
     log "  $server e: $ready; server RSS $((rss0 / 1024)) -> $((rss1 / 1024)) MiB"
-    local ok=${ready#*ok=}; ok=${ok%% *}
-    RUN_NOTE="idle served=$ok/$IDLE_CONNS rss+$(((rss1 - rss0) / 1024))MiB" \
+    local ok=${ready#*ok=}; ok=${ok%% *} note
+    note="idle served=$ok/$IDLE_CONNS rss+$(((rss1 - rss0) / 1024))MiB"
+    [ "$server" = lighttpd ] && [ -n "${FD_NOTE:-}" ] &&
+        note="$note; lighttpd capped at max-fds/2=$((MAX_FDS / 2)) connections"
+    RUN_NOTE=$note \
         wrk_reps "$server" e "$label" /f12k
     kill -USR1 "$hp" 2>/dev/null
-    wait "$hp" 2>/dev/null
+    for ((i = 0; i < 300; i++)); do pid_alive "$hp" || break; sleep 0.1; done
+    stop_pid "$hp" 2
     alive=$(grep '^ALIVE' "$out")
     log "  $server e: ${alive:-no ALIVE line}"
     # append the survivors to the notes of this server's e rows

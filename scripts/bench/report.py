@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""report.py OUT [SERVERS] -- turn the suite's raw rows into tables and plot data.
+
+Reads  OUT/runs.csv (wrk runs, workloads b-e), OUT/sweep.csv (httperf steps,
+workload a) and OUT/env.txt. Writes
+  OUT/results.md     markdown report (also printed to stdout)
+  OUT/summary.csv    one row per workload/label/server (medians over reps)
+  OUT/sweep-S.dat    per server: rate replies/s reply_ms errors (gnuplot)
+  OUT/bars.dat       replies/s per label (rows) and server (columns)
+  OUT/bars-eff.dat   replies per server-CPU-second, same layout
+  OUT/plotvars.gp    which servers/columns exist, loaded by plot.gp
+
+Repeated runs are reduced with the median of each metric separately;
+errors are summed. "Best peer" is the best of the servers other than
+cowd (and cowd+log) for that row's metric.
+"""
+import csv
+import os
+import statistics
+import sys
+
+OUT = sys.argv[1]
+ORDER = (sys.argv[2].split(",") if len(sys.argv) > 2 else
+         ["cowd", "nginx", "lighttpd", "h2o"])
+if "cowd+log" not in ORDER:
+    ORDER.append("cowd+log")
+
+WL_TITLES = {
+    "a": "(a) CoW paper test: 12,500-byte file, 5 requests per connection, httperf rate sweep",
+    "b": "(b) keep-alive, wrk closed loop",
+    "c": "(c) one connection per request (wrk, `Connection: close`), 2 KB",
+    "d": "(d) WebSTONE mix: 500 B 35 %, 5 KB 50 %, 50 KB 14 %, 5 MB 1 % (keep-alive)",
+    "e": "(e) 12.5 KB keep-alive while idle keep-alive connections are held open",
+}
+PEER_EXCLUDE = ("cowd", "cowd+log")
+
+
+def fnum(x, default=None):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return default
+
+
+def fmt(x, digits=0):
+    if x is None:
+        return "–"
+    if digits == 0:
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}f}"
+
+
+def ratio(a, b):
+    if a is None or not b:
+        return "–"
+    return f"{a / b:.2f}"
+
+
+def server_rank(s):
+    return ORDER.index(s) if s in ORDER else len(ORDER)
+
+
+def read_csv(name):
+    path = os.path.join(OUT, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def median(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def summarize_runs(rows):
+    """-> dict (workload, label) -> dict server -> metrics"""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["workload"], r["label"], r["server"]), []).append(r)
+    out = {}
+    for (wl, label, server), rs in groups.items():
+        good = [r for r in rs if fnum(r["duration_s"], 0) > 0]
+        notes = sorted({r["note"] for r in rs if r.get("note")})
+        m = {"reps": len(good), "note": "; ".join(notes)}
+        if good:
+            m["rps"] = median([fnum(r["rps"]) for r in good])
+            m["errors"] = sum(int(fnum(r["errors"], 0)) for r in good)
+            m["replies"] = sum(int(fnum(r["replies"], 0)) for r in good)
+            m["lat_avg"] = median([fnum(r["lat_avg_ms"]) for r in good])
+            m["lat_p99"] = median([fnum(r["lat_p99_ms"]) for r in good])
+            cpk = [fnum(r["cpu_s"]) * 1000 / fnum(r["replies"])
+                   for r in good if fnum(r["replies"], 0) > 0 and fnum(r["cpu_s"]) is not None]
+            m["cpu_per_1k"] = median(cpk)
+            m["per_cpu_s"] = 1000 / m["cpu_per_1k"] if m["cpu_per_1k"] else None
+            m["rss_mib"] = median([fnum(r["rss_kb"], 0) / 1024 for r in good])
+            details = [r["err_detail"] for r in good if int(fnum(r["errors"], 0)) > 0]
+            if details:
+                m["note"] = "; ".join(filter(None, [m["note"], details[0]]))
+        out.setdefault((wl, label), {})[server] = m
+    return out
+
+
+def summarize_sweep(rows):
+    """-> dict server -> {'steps': [...], summary metrics}"""
+    by = {}
+    for r in rows:
+        by.setdefault(r["server"], []).append(r)
+    out = {}
+    for server, rs in by.items():
+        steps = sorted(rs, key=lambda r: int(r["rate"]))
+        peak = max(steps, key=lambda r: fnum(r["rps"], 0))
+        clean = [r for r in steps if int(r["errors"]) == 0]
+        replies = sum(int(r["replies"]) for r in steps)
+        cpu = sum(fnum(r["cpu_s"], 0) for r in steps)
+        first_err = next((r for r in steps if int(r["errors"]) > 0), None)
+        err_kinds = ""
+        if first_err:
+            kinds = [(k, int(first_err[k])) for k in
+                     ("client_timo", "connrefused", "connreset", "fd_unavail", "other_err")]
+            err_kinds = " ".join(f"{k}={v}" for k, v in kinds if v)
+        client_limited = [r for r in steps if int(r["errors"]) == 0 and
+                          fnum(r["conn_rate"], 0) < 0.95 * int(r["rate"])]
+        out[server] = {
+            "steps": steps,
+            "rps": fnum(peak["rps"]),
+            "peak_rate": int(peak["rate"]),
+            "lat_avg": fnum(peak["reply_ms"]),
+            "max_clean_rate": int(clean[-1]["rate"]) if clean else None,
+            "clean_ms": fnum(clean[-1]["reply_ms"]) if clean else None,
+            "errors": sum(int(r["errors"]) for r in steps),
+            "first_err_rate": int(first_err["rate"]) if first_err else None,
+            "err_kinds": err_kinds,
+            "cpu_per_1k": cpu * 1000 / replies if replies else None,
+            "per_cpu_s": replies / cpu if cpu else None,
+            "client_limited": [int(r["rate"]) for r in client_limited],
+        }
+    return out
+
+
+def best_peer(per_server, key):
+    peers = [(s, m.get(key)) for s, m in per_server.items()
+             if s not in PEER_EXCLUDE and m.get(key)]
+    if not peers:
+        return None, None
+    return max(peers, key=lambda p: p[1])
+
+
+def ratio_line(per_server):
+    c = per_server.get("cowd")
+    bs, bv = best_peer(per_server, "rps")
+    es, ev = best_peer(per_server, "per_cpu_s")
+    if not c or not c.get("rps"):
+        return ("cowd / best peer: cowd not measured"
+                + (f" (best peer: {bs} {fmt(bv)} replies/s, {es} {fmt(ev)} replies per CPU-s)" if bs else ""))
+    return (f"cowd / best peer: throughput **{ratio(c.get('rps'), bv)}** (best: {bs}), "
+            f"replies per server-CPU-second **{ratio(c.get('per_cpu_s'), ev)}** (best: {es})")
+
+
+def main():
+    runs = summarize_runs(read_csv("runs.csv"))
+    sweep = summarize_sweep(read_csv("sweep.csv"))
+    env = {}
+    if os.path.exists(os.path.join(OUT, "env.txt")):
+        for line in open(os.path.join(OUT, "env.txt")):
+            k, _, v = line.rstrip("\n").partition("=")
+            env.setdefault(k, v)
+
+    md = ["# cowd benchmark results", ""]
+    md.append(f"Mode **{env.get('mode', '?')}**, {env.get('date', '')}; {env.get('host', '')}.")
+    md.append(f"Pinning: {env.get('pinning', '?')}. wrk {env.get('wrk', '?')}; "
+              f"sweep: {env.get('sweep', '?')}; RLIMIT_NOFILE {env.get('rlimit_nofile', '?')}.")
+    for k, v in env.items():
+        if k.startswith("version."):
+            md.append(f"- {k[8:]}: {v}")
+    if env.get("note"):
+        md.append(f"- note: {env['note']}")
+    md.append("")
+    md.append("Columns: replies/s = successful (2xx) replies per second; errors = all "
+              "client-seen errors; latency from the load generator (httperf: average "
+              "reply time, no p99); CPU = server process tree utime+stime from /proc; "
+              "ratios compare cowd with the best peer (nginx, lighttpd, h2o) on each metric.")
+    md.append("")
+
+    summary_rows = []
+    headline = []
+
+    # ---- (a) --------------------------------------------------------------
+    if sweep:
+        md += [f"## {WL_TITLES['a']}", ""]
+        md.append("| server | peak replies/s | at rate (conn/s) | avg reply ms at peak | "
+                  "max error-free rate | reply ms there | errors (sweep) | first errors | "
+                  "CPU s / 1k replies | replies / CPU s |")
+        md.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+        for s in sorted(sweep, key=server_rank):
+            m = sweep[s]
+            fe = (f"at {m['first_err_rate']}: {m['err_kinds']}" if m["first_err_rate"] else "none")
+            md.append(f"| {s} | {fmt(m['rps'])} | {m['peak_rate']} | {fmt(m['lat_avg'], 2)} | "
+                      f"{m['max_clean_rate'] or '–'} | {fmt(m['clean_ms'], 2)} | {m['errors']} | {fe} | "
+                      f"{fmt(m['cpu_per_1k'], 3)} | {fmt(m['per_cpu_s'])} |")
+            summary_rows.append(("a", "f12k-sweep", s, m))
+        md += ["", ratio_line(sweep), ""]
+        headline.append(("a", "f12k, 5 req/conn, peak", sweep))
+        # per-step tables, like the paper's Tables 1 and 2
+        rates = sorted({int(r["rate"]) for m in sweep.values() for r in m["steps"]})
+        servers = sorted(sweep, key=server_rank)
+        for title, key, digits in (("replies/s", "rps", 0), ("average reply time (ms)", "reply_ms", 2),
+                                   ("errors", "errors", 0)):
+            md.append(f"Per step, {title}:")
+            md.append("")
+            md.append("| offered conn/s | ideal replies/s | " + " | ".join(servers) + " |")
+            md.append("|---:|---:|" + "---:|" * len(servers))
+            for rate in rates:
+                cells = []
+                for s in servers:
+                    r = next((r for r in sweep[s]["steps"] if int(r["rate"]) == rate), None)
+                    cells.append(fmt(fnum(r[key]), digits) if r else "–")
+                md.append(f"| {rate} | {rate * 5:,} | " + " | ".join(cells) + " |")
+            md.append("")
+        lim = {s: m["client_limited"] for s, m in sweep.items() if m["client_limited"]}
+        if lim:
+            md.append("Steps where httperf fell below 95 % of the offered connection rate "
+                      "without errors (client-limited): "
+                      + "; ".join(f"{s}: {v}" for s, v in lim.items()) + ".")
+            md.append("")
+        md.append("httperf's select() loop caps it at ~1,020 open connections (FD_SETSIZE): "
+                  "once a server falls behind, backlog grows and the first errors are "
+                  "usually `fd_unavail` (client side), the overload signal of this sweep.")
+        md.append("")
+
+    # ---- (b)..(e) -----------------------------------------------------------
+    for wl in "bcde":
+        labels = [k for k in runs if k[0] == wl]
+        if not labels:
+            continue
+        md += [f"## {WL_TITLES[wl]}", ""]
+        for key in sorted(labels, key=lambda k: k[1]):
+            per = runs[key]
+            label = key[1]
+            if label == "-":  # start_for() records a failed start this way
+                md.append("Failed to start for this workload: " + ", ".join(
+                    f"{s} ({m['note']})" for s, m in sorted(per.items())) +
+                    f" -- see raw/<server>-{wl}-start-failure.log.")
+                md.append("")
+                continue
+            md.append(f"**{label}**")
+            md.append("")
+            md.append("| server | replies/s | errors | latency avg ms | latency p99 ms | "
+                      "CPU s / 1k replies | replies / CPU s | RSS MiB | runs | note |")
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+            for s in sorted(per, key=server_rank):
+                m = per[s]
+                md.append(f"| {s} | {fmt(m.get('rps'))} | {m.get('errors', '–')} | "
+                          f"{fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
+                          f"{fmt(m.get('cpu_per_1k'), 3)} | {fmt(m.get('per_cpu_s'))} | "
+                          f"{fmt(m.get('rss_mib'), 1)} | {m['reps']} | {m['note']} |")
+                summary_rows.append((wl, label, s, m))
+            md += ["", ratio_line(per), ""]
+            if "cowd+log" in per and "cowd" in per:
+                c, l = per["cowd"], per["cowd+log"]
+                md.append(f"Logging cost (cowd --access-log vs off): throughput "
+                          f"{ratio(l.get('rps'), c.get('rps'))}x, CPU per reply "
+                          f"{ratio(l.get('cpu_per_1k'), c.get('cpu_per_1k'))}x.")
+                md.append("")
+            headline.append((wl, label, per))
+
+    # ---- headline -------------------------------------------------------------
+    head = ["## Summary: cowd / best peer", "",
+            "| workload | best peer replies/s | cowd replies/s | throughput ratio | "
+            "best peer replies/CPU-s | cowd replies/CPU-s | efficiency ratio |",
+            "|---|---|---:|---:|---|---:|---:|"]
+    for wl, label, per in headline:
+        bs, bv = best_peer(per, "rps")
+        es, ev = best_peer(per, "per_cpu_s")
+        c = per.get("cowd", {})
+        head.append(f"| {wl}: {label} | {bs or '–'} {fmt(bv)} | {fmt(c.get('rps'))} | "
+                    f"{ratio(c.get('rps'), bv)} | {es or '–'} {fmt(ev)} | "
+                    f"{fmt(c.get('per_cpu_s'))} | {ratio(c.get('per_cpu_s'), ev)} |")
+    head.append("")
+    insert_at = next(i for i, line in enumerate(md) if line.startswith("## ")) if any(
+        line.startswith("## ") for line in md) else len(md)
+    md[insert_at:insert_at] = head
+
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(OUT, "results.md"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+    # ---- machine-readable summary and plot data ------------------------------
+    with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "label", "server", "rps", "errors", "lat_avg_ms",
+                    "lat_p99_ms", "cpu_s_per_1k", "replies_per_cpu_s", "note"])
+        for wl, label, s, m in summary_rows:
+            w.writerow([wl, label, s, m.get("rps"), m.get("errors"), m.get("lat_avg"),
+                        m.get("lat_p99"), m.get("cpu_per_1k"), m.get("per_cpu_s"),
+                        m.get("note", "") or m.get("err_kinds", "")])
+
+    sweep_servers = sorted(sweep, key=server_rank)
+    for s in sweep_servers:
+        with open(os.path.join(OUT, f"sweep-{s}.dat"), "w") as f:
+            f.write("# rate_conn_per_s replies_per_s reply_ms errors\n")
+            for r in sweep[s]["steps"]:
+                f.write(f"{r['rate']} {r['rps']} {max(fnum(r['reply_ms'], 0), 0.05)} {r['errors']}\n")
+
+    bar_labels = [(wl, label) for wl, label, _ in headline if wl != "a" and label != "-"]
+    bar_servers = sorted({s for (wl, label) in bar_labels for s in runs[(wl, label)]},
+                         key=server_rank)
+    for name, key in (("bars.dat", "rps"), ("bars-eff.dat", "per_cpu_s")):
+        with open(os.path.join(OUT, name), "w") as f:
+            f.write("# workload " + " ".join(bar_servers) + "\n")
+            for wl, label in bar_labels:
+                vals = []
+                for s in bar_servers:
+                    v = runs[(wl, label)].get(s, {}).get(key)
+                    vals.append(f"{v:.1f}" if v else "?")
+                f.write(f"{wl}:{label} " + " ".join(vals) + "\n")
+
+    with open(os.path.join(OUT, "plotvars.gp"), "w") as f:
+        f.write(f"sweep_servers = '{' '.join(sweep_servers)}'\n")
+        f.write(f"bar_servers = '{' '.join(bar_servers)}'\n")
+        f.write(f"have_bars = {1 if bar_labels else 0}\n")
+        f.write(f"mode = '{env.get('mode', '')}'\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+/* filecache.c: bounded LRU cache of open files and their response metadata.
+ *
+ * Small files are copied into memory rather than mmap()ed: a file that
+ * another process truncates under an mmap makes the next access SIGBUS the
+ * whole worker.  A copy is a consistent snapshot whose Content-Length is
+ * always true; revalidation (one stat per entry per `validate` seconds)
+ * replaces it when the file changes.  Large files are sent from the cached
+ * descriptor with sendfile; if one shrinks mid-send the connection is closed
+ * rather than padded.  Entries in use by a sending thread are refcounted, so
+ * eviction never closes a descriptor or frees memory under a sender.
+ * Allocation happens only on a miss; a hit allocates nothing. */
+#include "filecache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http_date.h"
+#include "log.h"
+
+static struct {
+    int root_fd;
+    unsigned max_entries;
+    size_t max_bytes;
+    unsigned validate;
+    size_t in_memory_max;
+    struct fc_entry **buckets;
+    size_t n_buckets;           /* power of two */
+    struct fc_entry *head, *tail;
+    unsigned entries;
+    size_t bytes;
+    unsigned long hits, misses, stale, evictions;
+} fc;
+
+static uint64_t hash_key(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;    /* FNV-1a */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validate,
+                   size_t in_memory_max)
+{
+    memset(&fc, 0, sizeof fc);
+    fc.root_fd = root_fd;
+    fc.max_entries = entries;
+    fc.max_bytes = bytes;
+    fc.validate = validate;
+    fc.in_memory_max = in_memory_max;
+    if (entries == 0)
+        return 0;
+    fc.n_buckets = 16;
+    while (fc.n_buckets < (size_t)entries * 2)
+        fc.n_buckets <<= 1;
+    fc.buckets = calloc(fc.n_buckets, sizeof *fc.buckets);
+    return fc.buckets != NULL ? 0 : -1;
+}
+
+static void lru_unlink(struct fc_entry *e)
+{
+    if (e->prev != NULL) e->prev->next = e->next; else fc.head = e->next;
+    if (e->next != NULL) e->next->prev = e->prev; else fc.tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void lru_push_front(struct fc_entry *e)
+{
+    e->prev = NULL;
+    e->next = fc.head;
+    if (fc.head != NULL)
+        fc.head->prev = e;
+    fc.head = e;
+    if (fc.tail == NULL)
+        fc.tail = e;
+}
+
+static void entry_free(struct fc_entry *e)
+{
+    if (e->fd >= 0)
+        close(e->fd);
+    free((void *)e->data);
+    free((void *)e->headers);
+    free(e->key);
+    free(e->rel);
+    free(e);
+}
+
+/* Takes e out of the table; it is freed once nobody sends from it. */
+static void entry_drop(struct fc_entry *e)
+{
+    struct fc_entry **pp = &fc.buckets[hash_key(e->key, e->key_len) & (fc.n_buckets - 1)];
+    while (*pp != NULL && *pp != e)
+        pp = &(*pp)->hnext;
+    if (*pp == e)
+        *pp = e->hnext;
+    lru_unlink(e);
+    fc.entries--;
+    fc.bytes -= e->mem;
+    e->dead = 1;
+    if (e->refs == 0)
+        entry_free(e);
+}
+
+/* Evicts least recently used entries until `need` more bytes and one more
+ * entry fit.  Entries being sent from are skipped. */
+static int make_room(size_t need)
+{
+    struct fc_entry *e = fc.tail;
+    while (e != NULL && (fc.entries >= fc.max_entries || fc.bytes + need > fc.max_bytes)) {
+        struct fc_entry *prev = e->prev;
+        if (e->refs == 0) {
+            entry_drop(e);
+            fc.evictions++;
+        }
+        e = prev;
+    }
+    return fc.entries < fc.max_entries && fc.bytes + need <= fc.max_bytes ? 0 : -1;
+}
+
+static int same_file(const struct fc_entry *e, const struct stat *st)
+{
+    return e->dev == st->st_dev && e->ino == st->st_ino && e->size == (uint64_t)st->st_size &&
+           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
+{
+    if (fc.max_entries == 0)
+        return NULL;
+    struct fc_entry *e = fc.buckets[hash_key(key, key_len) & (fc.n_buckets - 1)];
+    while (e != NULL && (e->key_len != key_len || memcmp(e->key, key, key_len) != 0))
+        e = e->hnext;
+    if (e == NULL) {
+        fc.misses++;
+        return NULL;
+    }
+    if (now - e->checked >= (time_t)fc.validate) {
+        struct stat st;
+        /* stat the path, not the descriptor: a file replaced by rename()
+         * keeps the old inode alive behind our descriptor */
+        if (fstatat(fc.root_fd, e->rel, &st, 0) < 0 || !same_file(e, &st)) {
+            fc.stale++;
+            entry_drop(e);
+            return NULL;
+        }
+        e->checked = now;
+    }
+    fc.hits++;
+    if (fc.head != e) {
+        lru_unlink(e);
+        lru_push_front(e);
+    }
+    e->refs++;
+    return e;
+}
+
+size_t filecache_make_etag(char out[64], const struct stat *st)
+{
+    /* strong: size and modification time to the nanosecond, like lighttpd
+     * (nginx uses mtime-size with one-second resolution) */
+    int n = snprintf(out, 64, "\"%llx.%lx-%llx\"", (unsigned long long)st->st_mtim.tv_sec,
+                     (unsigned long)st->st_mtim.tv_nsec, (unsigned long long)st->st_size);
+    return n > 0 && n < 64 ? (size_t)n : 0;
+}
+
+static char *read_whole(int fd, size_t size)
+{
+    char *buf = malloc(size ? size : 1);
+    size_t got = 0;
+    while (buf != NULL && got < size) {
+        ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free(buf);
+            return NULL;
+        }
+        got += (size_t)n;
+    }
+    return buf;
+}
+
+struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel, int fd,
+                               const struct stat *st, const char *type, time_t now)
+{
+    if (fc.max_entries == 0)
+        return NULL;
+    struct fc_entry *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    e->fd = fd;
+    e->size = (uint64_t)st->st_size;
+    e->mtime = st->st_mtim;
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->type = type;
+    e->checked = now;
+    e->etag_len = filecache_make_etag(e->etag, st);
+    http_date_format(st->st_mtim.tv_sec, e->last_modified);
+
+    char hdr[512];
+    int hl = snprintf(hdr, sizeof hdr,
+                      "Content-Type: %s\r\nContent-Length: %llu\r\nLast-Modified: %s\r\n"
+                      "ETag: %s\r\nAccept-Ranges: bytes\r\n",
+                      type, (unsigned long long)e->size, e->last_modified, e->etag);
+    e->key = malloc(key_len + 1);
+    e->rel = strdup(rel);
+    if (hl <= 0 || (size_t)hl >= sizeof hdr || e->key == NULL || e->rel == NULL ||
+        (e->headers = malloc((size_t)hl)) == NULL) {
+        e->fd = -1;             /* stays the caller's */
+        entry_free(e);
+        return NULL;
+    }
+    memcpy((char *)e->headers, hdr, (size_t)hl);
+    e->headers_len = (size_t)hl;
+    memcpy(e->key, key, key_len);
+    e->key[key_len] = '\0';
+    e->key_len = key_len;
+    e->name = e->rel;
+    e->mem = key_len + strlen(rel) + (size_t)hl + sizeof *e;
+
+    if (e->size <= fc.in_memory_max && e->size + e->mem <= fc.max_bytes) {
+        char *data = read_whole(fd, (size_t)e->size);
+        struct stat again;
+        /* keep the copy only if the file did not change while we read it */
+        if (data != NULL && fstat(fd, &again) == 0 && same_file(e, &again)) {
+            e->data = data;
+            e->mem += (size_t)e->size;
+        } else {
+            free(data);
+        }
+    }
+
+    /* replace an older entry for the same key */
+    struct fc_entry *old = fc.buckets[hash_key(key, key_len) & (fc.n_buckets - 1)];
+    while (old != NULL && (old->key_len != key_len || memcmp(old->key, key, key_len) != 0))
+        old = old->hnext;
+    if (old != NULL)
+        entry_drop(old);
+
+    if (make_room(e->mem) < 0) {
+        e->fd = -1;             /* everything cached is in use: serve uncached */
+        entry_free(e);
+        return NULL;
+    }
+    size_t b = hash_key(key, key_len) & (fc.n_buckets - 1);
+    e->hnext = fc.buckets[b];
+    fc.buckets[b] = e;
+    lru_push_front(e);
+    fc.entries++;
+    fc.bytes += e->mem;
+    e->refs = 1;
+    return e;
+}
+
+void filecache_release(struct fc_entry *e)
+{
+    if (e == NULL)
+        return;
+    if (--e->refs == 0 && e->dead)
+        entry_free(e);
+}
+
+void filecache_stats(struct filecache_stats *st)
+{
+    st->entries = fc.entries;
+    st->bytes = fc.bytes;
+    st->hits = fc.hits;
+    st->misses = fc.misses;
+    st->stale = fc.stale;
+    st->evictions = fc.evictions;
+}

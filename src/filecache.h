@@ -1,0 +1,64 @@
+/* filecache.h: the JAWS-style cached virtual filesystem: request path ->
+ * open descriptor, metadata, validators, MIME type, the pre-computed header
+ * block of a 200 response and, for small files, the contents in memory. */
+#ifndef COWD_FILECACHE_H
+#define COWD_FILECACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct fc_entry {
+    int fd;                     /* open file, O_RDONLY */
+    uint64_t size;
+    struct timespec mtime;
+    const char *data;           /* whole contents, or NULL: send from fd */
+    const char *type;           /* MIME type */
+    char etag[64];
+    size_t etag_len;
+    char last_modified[32];
+    const char *headers;        /* Content-Type .. Accept-Ranges lines, CRLF each */
+    size_t headers_len;
+    const char *name;           /* the file's path (for logs), NUL-terminated */
+
+    /* private */
+    char *key;
+    size_t key_len;
+    char *rel;                  /* path under the root that is stat()ed to revalidate */
+    dev_t dev;
+    ino_t ino;
+    time_t checked;             /* last revalidation */
+    unsigned refs;
+    int dead;                   /* unlinked from the table, freed when refs drops to 0 */
+    size_t mem;                 /* bytes accounted against the cache size */
+    struct fc_entry *hnext;     /* hash chain */
+    struct fc_entry *prev, *next;   /* LRU list, most recent first */
+};
+
+struct filecache_stats { unsigned entries; size_t bytes; unsigned long hits, misses, stale, evictions; };
+
+/* entries: cap on cached files (0 disables the cache); bytes: cap on the
+ * memory for contents and headers; validate: seconds between revalidations
+ * of an entry (0: every use); in_memory_max: files up to this size are kept
+ * in memory.  root_fd: the document root, for revalidation stat()s. */
+int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validate,
+                   size_t in_memory_max);
+
+/* A fresh entry for key (a normalized request path), with a reference the
+ * caller must give back with filecache_release(); NULL if there is none or
+ * the file changed on disk (then the stale entry is dropped). */
+struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now);
+
+/* Adds the file open as fd, found at rel under the root, for request path
+ * key.  Returns a referenced entry that now owns fd, or NULL if it could not
+ * be cached (then fd is still the caller's). */
+struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel, int fd,
+                               const struct stat *st, const char *type, time_t now);
+
+void filecache_release(struct fc_entry *e);
+void filecache_stats(struct filecache_stats *st);
+/* Builds the strong ETag for st into out (NUL-terminated), returns length. */
+size_t filecache_make_etag(char out[64], const struct stat *st);
+
+#endif

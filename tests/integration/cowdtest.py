@@ -1,0 +1,561 @@
+"""cowdtest.py: harness for cowd's integration tests (python3 stdlib only).
+
+It starts the real server binary ($COWD) on a free loopback port with a
+temporary document root of known content, talks raw HTTP/1.1 to it over
+sockets, and parses responses exactly (status line, headers in order with
+duplicates, body by Content-Length or until close).
+
+A test is a function registered with @test(name, args=[...]); it receives the
+Server started with those extra command-line arguments.  Servers are shared
+between tests with the same arguments; after each test the harness checks
+that the server is still running and has not printed a sanitizer report, and
+fails the test (and restarts the server) otherwise.
+"""
+
+import errno
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 5.0           # default socket timeout of every test connection
+
+COWD = os.environ.get("COWD", "")
+SRCDIR = os.environ.get("COWD_SRCDIR", "")
+
+
+class TestFailure(Exception):
+    pass
+
+
+class TestSkip(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def eq(got, want, what):
+    if got != want:
+        g, w = repr(got), repr(want)
+        if len(g) > 300:
+            g = g[:300] + "..."
+        if len(w) > 300:
+            w = w[:300] + "..."
+        raise TestFailure("%s: got %s, want %s" % (what, g, w))
+
+
+# ---------------------------------------------------------------------------
+# the document root
+# ---------------------------------------------------------------------------
+
+def pattern(n, seed):
+    """n deterministic bytes that differ per seed (so responses can be told apart)."""
+    r = random.Random(seed)
+    return bytes(r.getrandbits(8) for _ in range(n))
+
+
+HELLO = b"Hello, world!\n"
+DIGITS = b"0123456789" * 10                         # 100 bytes, easy to slice
+DATA = pattern(1000, 1)                             # data.bin, 1000 bytes
+BIG_SIZE = 20 * 1024 * 1024
+INDEX = b"<!DOCTYPE html>\n<title>root index</title>\n"
+DIR_INDEX = b"<p>dir index</p>\n"
+DIR_OTHER = b"<p>dir other index</p>\n"
+ROOT_OTHER = b"<p>root other index</p>\n"
+SECRET = b"outside the root\n"
+WEIRD_NAME = "a file & <x>.txt"
+WEIRD = b"weird name\n"
+NUMBERED = [pattern(100 + i, 1000 + i) for i in range(10)]    # n0.txt ... n9.txt
+
+
+class Root:
+    """A temporary tree: <tmp>/root is the document root, <tmp>/outside is not."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="cowd-it-")
+        self.path = os.path.join(self.tmp, "root")
+        self.outside = os.path.join(self.tmp, "outside")
+        os.mkdir(self.path)
+        os.mkdir(self.outside)
+        self.files = {}
+        w = self.write
+        w("index.html", INDEX)
+        w("other.html", ROOT_OTHER)
+        w("hello.txt", HELLO)
+        w("digits.txt", DIGITS)
+        w("data.bin", DATA)
+        w("empty.txt", b"")
+        w("style.css", b"body { color: black }\n")
+        w("A.txt", b"capital A\n")
+        w(WEIRD_NAME, WEIRD)
+        for i, body in enumerate(NUMBERED):
+            w("n%d.txt" % i, body)
+        w("dir/index.html", DIR_INDEX)
+        w("dir/other.html", DIR_OTHER)
+        w("docs/readme.txt", b"docs readme\n")
+        w("noindex/b.txt", b"b\n")
+        w("noindex/Zeta.txt", b"zeta\n")
+        w("noindex/" + WEIRD_NAME, WEIRD)
+        w("noindex/.hidden", b"hidden\n")
+        w("noindex/sub/x.txt", b"x\n")
+        w("sec/secret.txt", b"unreadable\n")
+        os.chmod(os.path.join(self.path, "sec/secret.txt"), 0)
+        with open(os.path.join(self.outside, "secret.txt"), "wb") as f:
+            f.write(SECRET)
+        # symbolic links: out of the root, inside (relative and absolute)
+        os.symlink(os.path.join(self.outside, "secret.txt"), os.path.join(self.path, "link-out.txt"))
+        os.symlink(self.outside, os.path.join(self.path, "link-out-dir"))
+        os.symlink("hello.txt", os.path.join(self.path, "link-in.txt"))
+        os.symlink(os.path.join(os.path.realpath(self.path), "digits.txt"),
+                   os.path.join(self.path, "link-in-abs.txt"))
+        os.mkfifo(os.path.join(self.path, "fifo"))
+        # the big file: sparse-free known content, repeated 1 MiB block
+        block = pattern(1024 * 1024, 7)
+        self.big_block = block
+        with open(os.path.join(self.path, "big.bin"), "wb") as f:
+            for _ in range(BIG_SIZE // len(block)):
+                f.write(block)
+
+    def write(self, rel, data):
+        p = os.path.join(self.path, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+        self.files[rel] = data
+
+    def stat(self, rel):
+        return os.stat(os.path.join(self.path, rel))
+
+    def cleanup(self):
+        try:
+            os.chmod(os.path.join(self.path, "sec/secret.txt"), 0o644)
+        except OSError:
+            pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# responses
+# ---------------------------------------------------------------------------
+
+IMF_FIXDATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} "
+                         r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} "
+                         r"[0-9]{2}:[0-9]{2}:[0-9]{2} GMT$")
+
+
+class Response:
+    def __init__(self, version, status, reason, headers, raw_head):
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.headers = headers          # [(name, value)] in order
+        self.raw_head = raw_head
+        self.body = b""
+
+    @property
+    def status_line(self):
+        return "%s %d %s" % (self.version, self.status, self.reason)
+
+    def all(self, name):
+        n = name.lower()
+        return [v for k, v in self.headers if k.lower() == n]
+
+    def get(self, name):
+        """The value of a header that must appear at most once (None if absent)."""
+        v = self.all(name)
+        if len(v) > 1:
+            raise TestFailure("header %s repeated: %r" % (name, v))
+        return v[0] if v else None
+
+    def has(self, name):
+        return bool(self.all(name))
+
+    def __repr__(self):
+        return "<%s %r body=%d>" % (self.status_line, self.headers, len(self.body))
+
+
+class Closed(Exception):
+    pass
+
+
+class Conn:
+    """One client connection with its own receive buffer."""
+
+    def __init__(self, port, timeout=TIMEOUT):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buf = b""
+        self.eof = False
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode("latin-1")
+        self.sock.sendall(data)
+
+    def _fill(self):
+        if self.eof:
+            raise Closed("connection closed by server")
+        try:
+            d = self.sock.recv(262144)
+        except ConnectionResetError:
+            d = b""
+        except socket.timeout:
+            raise TestFailure("timed out waiting for the server (buffered: %r)" % self.buf[:200])
+        if not d:
+            self.eof = True
+            raise Closed("connection closed by server")
+        self.buf += d
+
+    def read_line_block(self):
+        while b"\r\n\r\n" not in self.buf:
+            if len(self.buf) > 1 << 20:
+                raise TestFailure("response head too long")
+            try:
+                self._fill()
+            except Closed:
+                raise TestFailure("server closed the connection before a full response head "
+                                  "(got %r)" % self.buf[:300])
+        i = self.buf.index(b"\r\n\r\n")
+        head, self.buf = self.buf[:i], self.buf[i + 4:]
+        return head
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            try:
+                self._fill()
+            except Closed:
+                raise TestFailure("server closed after %d of %d body bytes" % (len(self.buf), n))
+        d, self.buf = self.buf[:n], self.buf[n:]
+        return d
+
+    def read_to_eof(self):
+        while True:
+            try:
+                self._fill()
+            except Closed:
+                break
+        d, self.buf = self.buf, b""
+        return d
+
+    def response(self, method="GET", common=True, interim=False):
+        """Reads one response.  Interim (1xx) responses are returned only if
+        interim is true; otherwise it is an error to receive one."""
+        head = self.read_line_block()
+        try:
+            text = head.decode("latin-1")
+        except UnicodeDecodeError:
+            raise TestFailure("undecodable head %r" % head)
+        lines = text.split("\r\n")
+        m = re.match(r"^(HTTP/[0-9]\.[0-9]) ([0-9]{3}) (.*)$", lines[0])
+        if not m:
+            raise TestFailure("bad status line %r" % lines[0])
+        headers = []
+        for ln in lines[1:]:
+            if ":" not in ln or ln[0] in " \t" or "\r" in ln or "\n" in ln:
+                raise TestFailure("bad header line %r in %r" % (ln, text))
+            k, v = ln.split(":", 1)
+            if k != k.strip() or not k:
+                raise TestFailure("bad header name %r" % k)
+            headers.append((k, v.strip(" \t")))
+        r = Response(m.group(1), int(m.group(2)), m.group(3), headers, head)
+        if r.status < 200:
+            if not interim:
+                raise TestFailure("unexpected interim response %s" % r.status_line)
+            return r
+        cl = r.all("Content-Length")
+        if len(cl) > 1:
+            raise TestFailure("several Content-Length: %r" % cl)
+        if r.has("Transfer-Encoding"):
+            raise TestFailure("unexpected Transfer-Encoding in %r" % r)
+        if method == "HEAD" or r.status in (204, 304):
+            r.body = b""
+        elif cl:
+            if not re.match(r"^[0-9]+$", cl[0]):
+                raise TestFailure("bad Content-Length %r" % cl[0])
+            r.body = self.read_exact(int(cl[0]))
+        else:
+            r.body = self.read_to_eof()
+        if common:
+            check_common(r)
+        return r
+
+    def expect_closed(self, timeout=3.0):
+        """The server must close the connection (EOF or reset) with nothing more sent."""
+        self.sock.settimeout(timeout)
+        extra = b""
+        try:
+            while True:
+                d = self.sock.recv(65536)
+                if not d:
+                    break
+                extra += d
+        except ConnectionResetError:
+            pass
+        except socket.timeout:
+            raise TestFailure("server did not close the connection (buffered %r)" % self.buf[:100])
+        finally:
+            self.sock.settimeout(TIMEOUT)
+        extra = self.buf + extra
+        self.buf = b""
+        if extra:
+            raise TestFailure("unexpected bytes before close: %r" % extra[:200])
+        self.eof = True
+
+    def expect_open(self, wait=0.3):
+        """Nothing arrives and the connection stays open for `wait` seconds."""
+        r, _, _ = select.select([self.sock], [], [], wait)
+        if r:
+            try:
+                d = self.sock.recv(65536, socket.MSG_PEEK)
+            except ConnectionResetError:
+                d = b""
+            if not d:
+                raise TestFailure("server closed a connection that should stay open")
+            raise TestFailure("unexpected bytes: %r" % d[:200])
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+def check_common(r):
+    """Properties of every final response: Date (IMF-fixdate), Server, and
+    error pages with a small text/html body of the announced length."""
+    d = r.all("Date")
+    check(len(d) == 1, "%s: want one Date header, got %r" % (r.status_line, d))
+    check(IMF_FIXDATE.match(d[0]) is not None, "Date not IMF-fixdate: %r" % d[0])
+    s = r.all("Server")
+    check(len(s) == 1 and s[0], "%s: want one Server header, got %r" % (r.status_line, s))
+    eq(r.version, "HTTP/1.1", "response version")
+    if r.status >= 400:
+        ct = r.get("Content-Type") or ""
+        check(ct.startswith("text/html"), "error %s has Content-Type %r" % (r.status, ct))
+        cl = r.get("Content-Length")
+        check(cl is not None, "error %s without Content-Length" % r.status)
+        if r.body or int(cl) != 0:
+            # HEAD reads no body; otherwise the body is what was announced
+            if r.body:
+                eq(len(r.body), int(cl), "error page Content-Length vs body")
+                check(len(r.body) < 1024, "error page too big")
+                check(str(r.status).encode() in r.body, "error page does not name the status")
+
+
+def request(method, target, headers=None, version="HTTP/1.1", host="localhost", body=b""):
+    """Builds a request; headers is a list of (name, value) or raw lines."""
+    lines = ["%s %s %s" % (method, target, version)]
+    if host is not None:
+        lines.append("Host: " + host)
+    for h in headers or []:
+        lines.append(h if isinstance(h, str) else "%s: %s" % h)
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return data + body
+
+
+# ---------------------------------------------------------------------------
+# the server
+# ---------------------------------------------------------------------------
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
+                   "ERROR: ThreadSanitizer", "WARNING: MemorySanitizer")
+
+
+class Server:
+    def __init__(self, root, args, root_dir=None):
+        self.root = root
+        self.args = list(args)
+        self.root_dir = root_dir or root.path
+        self.proc = None
+        self.port = None
+        self.err_path = None
+        self.err_file = None
+        self.expect_exit = False
+
+    def start(self):
+        for attempt in range(10):
+            port = free_port()
+            fd, self.err_path = tempfile.mkstemp(prefix="cowd-stderr-", dir=self.root.tmp)
+            self.err_file = os.fdopen(fd, "w+b")
+            cmd = [COWD, "--listen", "127.0.0.1:%d" % port, "--root", self.root_dir] + self.args
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.err_file,
+                                         stderr=self.err_file)
+            self.port = port
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                try:
+                    s = socket.create_connection(("127.0.0.1", port), timeout=1)
+                    s.close()
+                    return
+                except OSError:
+                    time.sleep(0.02)
+            log = self.stderr()
+            self.kill()
+            if "in use" in log or "EADDRINUSE" in log:
+                continue            # lost the race for the port: take another
+            raise TestFailure("server did not start (%s): %s" % (" ".join(cmd), log[-2000:]))
+        raise TestFailure("server did not start: no free port")
+
+    def stderr(self):
+        try:
+            with open(self.err_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except (OSError, TypeError):
+            return ""
+
+    def health(self):
+        """None if fine, else why the server is not."""
+        log = self.stderr()
+        for mark in SANITIZER_MARKS:
+            if mark in log:
+                i = log.index(mark)
+                return "sanitizer report: " + log[max(0, i - 200):i + 1500]
+        if self.proc is None:
+            return "not started"
+        rc = self.proc.poll()
+        if rc is not None:
+            return "server exited with status %s; stderr: %s" % (rc, log[-1500:])
+        return None
+
+    def kill(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if self.err_file:
+            self.err_file.close()
+            self.err_file = None
+
+    # -- conveniences ------------------------------------------------------
+    def conn(self, timeout=TIMEOUT):
+        return Conn(self.port, timeout)
+
+    def req(self, method, target, headers=None, version="HTTP/1.1", host="localhost", body=b"",
+            common=True):
+        """One request on a new connection; returns the response."""
+        with self.conn() as c:
+            c.send(request(method, target, headers, version, host, body))
+            return c.response(method, common=common)
+
+    def get(self, target, headers=None, **kw):
+        return self.req("GET", target, headers, **kw)
+
+    def raw(self, data, method="GET"):
+        """Sends raw bytes on a new connection and returns (response, conn)."""
+        c = self.conn()
+        c.send(data)
+        return c.response(method), c
+
+    def assert_alive(self):
+        """A normal GET on a NEW connection still gets the right answer."""
+        h = self.health()
+        if h:
+            raise TestFailure("server unhealthy: " + h)
+        try:
+            r = self.get("/hello.txt")
+        except (OSError, TestFailure) as e:
+            raise TestFailure("server no longer answers a normal GET: %s" % e)
+        eq(r.status_line, "HTTP/1.1 200 OK", "normal GET after hostile case")
+        eq(r.body, HELLO, "normal GET body after hostile case")
+
+
+# ---------------------------------------------------------------------------
+# registry and runner
+# ---------------------------------------------------------------------------
+
+TESTS = []
+
+
+def test(name, args=(), demo=False):
+    def deco(fn):
+        TESTS.append((name, tuple(args), demo, fn))
+        return fn
+    return deco
+
+
+def run(argv):
+    if not COWD or not os.access(COWD, os.X_OK):
+        print("FAIL setup: COWD=%r is not an executable" % COWD)
+        print("0 passed, 1 failed")
+        return 1
+    filt = argv[1] if len(argv) > 1 else None
+    selected = [t for t in TESTS if filt is None or filt in t[0]]
+    root = Root()
+    servers = {}
+    passed = failed = skipped = 0
+    started = time.time()
+    try:
+        for name, args, demo, fn in selected:
+            key = (args, demo)
+            t0 = time.time()
+            try:
+                srv = servers.get(key)
+                if srv is None or srv.health():
+                    if srv is not None:
+                        srv.kill()
+                    rd = os.path.join(SRCDIR, "conf", "www") if demo else None
+                    srv = Server(root, args, rd)
+                    srv.start()
+                    servers[key] = srv
+                srv.root = root
+                fn(srv)
+                h = srv.health()
+                if h:
+                    raise TestFailure(h)
+                print("PASS %s (%.2fs)" % (name, time.time() - t0))
+                passed += 1
+            except TestSkip as e:
+                print("PASS %s (skipped: %s)" % (name, e))
+                passed += 1
+                skipped += 1
+            except TestFailure as e:
+                print("FAIL %s: %s" % (name, e))
+                failed += 1
+            except Exception as e:        # a socket error etc.: the test fails, the run goes on
+                print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
+                failed += 1
+            sys.stdout.flush()
+            # a server that died is reported by the test that killed it, then replaced
+            srv = servers.get(key)
+            if srv is not None and srv.health():
+                srv.kill()
+                del servers[key]
+    finally:
+        for srv in servers.values():
+            srv.kill()
+        root.cleanup()
+    print("# %d skipped, %.1fs" % (skipped, time.time() - started))
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1

@@ -1,0 +1,169 @@
+"""Request paths: traversal, decoding, symlinks, special files."""
+
+import os
+import time
+
+from cowdtest import DIGITS, HELLO, INDEX, SECRET, TestSkip, check, eq, request, test
+
+BAD = "HTTP/1.1 400 Bad Request"
+
+
+def no_secret(r):
+    check(SECRET not in r.body and b"root:" not in r.body, "file outside the root was served!")
+
+
+@test("path: traversal attempts are 400 and never the file")
+def _(srv):
+    for target in ("/%2e%2e/etc/passwd", "/../etc/passwd", "/a/../../etc/passwd", "/%2E%2E/etc/passwd",
+                   "/..%2fetc/passwd", "/dir/../../etc/passwd", "/./../etc/passwd", "/..",
+                   "/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/../outside/secret.txt"):
+        r = srv.get(target)
+        eq(r.status_line, BAD, target)
+        no_secret(r)
+    srv.assert_alive()
+
+
+@test("path: absolute-form traversal is 400")
+def _(srv):
+    r = srv.get("http://localhost/../etc/passwd")
+    eq(r.status_line, BAD, "status")
+    no_secret(r)
+
+
+@test("path: %252e%252e is decoded once (a literal name, 404)")
+def _(srv):
+    r = srv.get("/%252e%252e/etc/passwd")
+    eq(r.status_line, "HTTP/1.1 404 Not Found", "status")
+    srv.root.write("%2e%2e/lit.txt", b"literal\n")
+    eq(srv.get("/%252e%252e/lit.txt").body, b"literal\n", "literal %2e%2e directory")
+
+
+@test("path: /docs/../index.html resolves inside the root")
+def _(srv):
+    r = srv.get("/docs/../index.html")
+    eq(r.status_line, "HTTP/1.1 200 OK", "status")
+    eq(r.body, INDEX, "body")
+    eq(srv.get("/./dir/./index.html").status, 200, "dot segments")
+    eq(srv.get("//hello.txt").body, HELLO, "double slash")
+    eq(srv.get("/docs/%2e%2e/hello.txt").body, HELLO, "encoded dot-dot inside the root")
+
+
+@test("path: %00 is 400")
+def _(srv):
+    for t in ("/hello.txt%00", "/hello.txt%00.html", "/%00"):
+        eq(srv.get(t).status_line, BAD, t)
+    srv.assert_alive()
+
+
+@test("path: %0d%0a is 400 with no header injection")
+def _(srv):
+    for t in ("/x%0d%0aSet-Cookie:%20a=b", "/dir%0d%0aLocation:%20http://evil/", "/%0aX-Injected:%201",
+              "/hello.txt%0d"):
+        r = srv.get(t)
+        eq(r.status_line, BAD, t)
+        for k, _v in r.headers:
+            check(k.lower() not in ("set-cookie", "x-injected"), "injected header %s" % k)
+        eq(r.get("Location"), None, "Location on " + t)
+    # a query with encoded CRLF on a redirect stays encoded in Location
+    r = srv.get("/dir?a=%0d%0aX-Injected:%201")
+    eq(r.status_line, "HTTP/1.1 301 Moved Permanently", "redirect")
+    eq(r.get("Location"), "/dir/?a=%0d%0aX-Injected:%201", "Location keeps the encoding")
+    eq(r.get("X-Injected"), None, "injected header")
+    srv.assert_alive()
+
+
+@test("path: percent-decoding (%41 is A, %20 and %26)")
+def _(srv):
+    eq(srv.get("/%41.txt").body, b"capital A\n", "%41")
+    eq(srv.get("/h%65llo.txt").body, HELLO, "%65")
+    eq(srv.get("/a%20file%20%26%20%3cx%3e.txt").body, b"weird name\n", "space, & and <")
+    eq(srv.get("/hello.txt?%zz").body, HELLO, "query is not decoded as a path")
+
+
+@test("path: bad percent-encoding is 400")
+def _(srv):
+    for t in ("/%zz", "/%4", "/hello.txt%"):
+        eq(srv.get(t).status_line, BAD, t)
+    srv.assert_alive()
+
+
+@test("path: fragment-less request with a '#' is harmless")
+def _(srv):
+    r = srv.get("/hello.txt%23frag")
+    eq(r.status_line, "HTTP/1.1 404 Not Found", "encoded #")
+
+
+@test("path: symlink leading out of the root is 403 by default")
+def _(srv):
+    for t in ("/link-out.txt", "/link-out-dir/secret.txt"):
+        r = srv.get(t)
+        eq(r.status_line, "HTTP/1.1 403 Forbidden", t)
+        no_secret(r)
+
+
+@test("path: symlink out of the root is followed with --symlinks-outside-root",
+      args=["--symlinks-outside-root"])
+def _(srv):
+    r = srv.get("/link-out.txt")
+    eq(r.status_line, "HTTP/1.1 200 OK", "status")
+    eq(r.body, SECRET, "body")
+    eq(srv.get("/link-out-dir/secret.txt").body, SECRET, "through a directory link")
+    # ".." is still refused: only symlinks may leave
+    eq(srv.get("/../outside/secret.txt").status_line, BAD, "dot-dot with the option")
+
+
+@test("path: symlinks inside the root are served (relative and absolute)")
+def _(srv):
+    r = srv.get("/link-in.txt")
+    eq(r.status_line, "HTTP/1.1 200 OK", "relative")
+    eq(r.body, HELLO, "relative body")
+    r = srv.get("/link-in-abs.txt")
+    eq(r.status_line, "HTTP/1.1 200 OK", "absolute link into the root")
+    eq(r.body, DIGITS, "absolute body")
+
+
+@test("path: FIFO is 403 quickly")
+def _(srv):
+    t0 = time.time()
+    with srv.conn(timeout=3) as c:
+        c.send(request("GET", "/fifo"))
+        r = c.response()
+    eq(r.status_line, "HTTP/1.1 403 Forbidden", "status")
+    check(time.time() - t0 < 2, "FIFO took %.1fs" % (time.time() - t0))
+    srv.assert_alive()
+
+
+@test("path: unreadable file is 403")
+def _(srv):
+    if os.geteuid() == 0:
+        r = srv.get("/sec/secret.txt")
+        check(r.status in (200, 403), "unexpected %s" % r.status_line)   # root reads everything
+        raise TestSkip("running as root: EACCES cannot happen")
+    eq(srv.get("/sec/secret.txt").status_line, "HTTP/1.1 403 Forbidden", "status")
+
+
+@test("path: trailing slash on a file is 404")
+def _(srv):
+    eq(srv.get("/hello.txt/").status_line, "HTTP/1.1 404 Not Found", "/hello.txt/")
+    eq(srv.get("/hello.txt/x").status_line, "HTTP/1.1 404 Not Found", "/hello.txt/x")
+
+
+@test("path: missing file is 404")
+def _(srv):
+    eq(srv.get("/no/such/file").status_line, "HTTP/1.1 404 Not Found", "status")
+
+
+@test("path: very long name under the default --max-uri")
+def _(srv):
+    r = srv.get("/" + "a" * 4000)
+    check(r.status in (404, 414), "long name: %s" % r.status_line)
+    srv.assert_alive()
+
+
+@test("path: long path redirect for a directory", args=["--max-uri", "200"])
+def _(srv):
+    srv.root.write("d" * 100 + "/index.html", b"deep\n")
+    r = srv.get("/" + "d" * 100 + "?" + "q" * 50)
+    eq(r.status_line, "HTTP/1.1 301 Moved Permanently", "status")
+    eq(r.get("Location"), "/" + "d" * 100 + "/?" + "q" * 50, "Location")
+    eq(srv.get("/" + "d" * 100 + "/").body, b"deep\n", "index")

@@ -1,0 +1,197 @@
+"""Persistent connections, pipelining, common response headers, OPTIONS."""
+
+from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, check, eq, request, test)
+
+
+@test("keepalive: HTTP/1.1 keeps the connection by default")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/hello.txt"))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "first")
+        eq(r.get("Connection"), None, "Connection header on a default 1.1 response")
+        eq(r.body, HELLO, "first body")
+        c.expect_open(0.2)
+        c.send(request("GET", "/digits.txt"))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "second")
+        eq(r.body, DIGITS, "second body")
+
+
+@test("keepalive: Connection: close closes after the response")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/hello.txt", ["Connection: close"]))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "status")
+        eq(r.get("Connection"), "close", "Connection")
+        eq(r.body, HELLO, "body")
+        c.expect_closed()
+
+
+@test("keepalive: Connection token list with close")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/hello.txt", ["Connection: foo, Close"]))
+        r = c.response()
+        eq(r.get("Connection"), "close", "Connection")
+        c.expect_closed()
+
+
+@test("keepalive: HTTP/1.0 closes by default")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/hello.txt", version="HTTP/1.0", host=None))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "status")
+        eq(r.get("Connection"), "close", "Connection")
+        eq(r.body, HELLO, "body")
+        c.expect_closed()
+
+
+@test("keepalive: HTTP/1.0 with Connection: keep-alive stays open")
+def _(srv):
+    with srv.conn() as c:
+        for path, body in (("/hello.txt", HELLO), ("/digits.txt", DIGITS)):
+            c.send(request("GET", path, ["Connection: keep-alive"], version="HTTP/1.0"))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 200 OK", "status")
+            eq(r.get("Connection"), "keep-alive", "Connection")
+            eq(r.body, body, "body")
+        c.expect_open(0.2)
+        c.send(request("GET", "/hello.txt", version="HTTP/1.0"))
+        r = c.response()
+        eq(r.get("Connection"), "close", "Connection without keep-alive")
+        c.expect_closed()
+
+
+@test("keepalive: --max-keepalive-requests 3 closes after the third", args=["--max-keepalive-requests", "3"])
+def _(srv):
+    with srv.conn() as c:
+        for i in range(3):
+            c.send(request("GET", "/n%d.txt" % i))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 200 OK", "response %d" % (i + 1))
+            eq(r.body, NUMBERED[i], "body %d" % (i + 1))
+            eq(r.get("Connection"), "close" if i == 2 else None, "Connection on response %d" % (i + 1))
+        c.expect_closed()
+
+
+@test("keepalive: --max-keepalive-requests 3 with 5 pipelined answers exactly 3",
+      args=["--max-keepalive-requests", "3"])
+def _(srv):
+    with srv.conn() as c:
+        c.send(b"".join(request("GET", "/n%d.txt" % i) for i in range(5)))
+        for i in range(3):
+            r = c.response()
+            eq(r.body, NUMBERED[i], "body %d" % (i + 1))
+        eq(r.get("Connection"), "close", "Connection on the third")
+        c.expect_closed()
+
+
+@test("pipelining: 100 GETs in one send, 100 responses in order")
+def _(srv):
+    reqs, want = [], []
+    for i in range(100):
+        k = i % 4
+        if k == 0:
+            reqs.append(request("GET", "/n%d.txt" % (i % 10)))
+            want.append((200, NUMBERED[i % 10]))
+        elif k == 1:
+            a = i % 90
+            reqs.append(request("GET", "/digits.txt", ["Range: bytes=%d-%d" % (a, a + 9)]))
+            want.append((206, DIGITS[a:a + 10]))
+        elif k == 2:
+            a = (i * 7) % 900
+            reqs.append(request("GET", "/data.bin", ["Range: bytes=%d-%d" % (a, a + i)]))
+            want.append((206, DATA[a:a + i + 1]))
+        else:
+            reqs.append(request("GET", "/hello.txt"))
+            want.append((200, HELLO))
+    with srv.conn(timeout=10) as c:
+        c.send(b"".join(reqs))
+        for i, (st, body) in enumerate(want):
+            r = c.response()
+            eq(r.status, st, "status of response %d" % i)
+            eq(r.body, body, "body of response %d" % i)
+        c.expect_open(0.2)
+
+
+@test("pipelining: HEAD in the middle has no body")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt") + request("HEAD", "/data.bin") + request("GET", "/n2.txt")
+               + request("HEAD", "/dir/") + request("GET", "/n3.txt"))
+        r = c.response()
+        eq(r.body, NUMBERED[1], "first")
+        r = c.response("HEAD")
+        eq(r.status_line, "HTTP/1.1 200 OK", "HEAD status")
+        eq(r.get("Content-Length"), str(len(DATA)), "HEAD Content-Length")
+        r = c.response()
+        eq(r.body, NUMBERED[2], "after HEAD (body must not have been sent)")
+        r = c.response("HEAD")
+        eq(r.status_line, "HTTP/1.1 200 OK", "HEAD dir status")
+        r = c.response()
+        eq(r.body, NUMBERED[3], "after second HEAD")
+
+
+@test("pipelining: requests split across many small writes")
+def _(srv):
+    import time
+    data = request("GET", "/n4.txt") + request("GET", "/n5.txt")
+    with srv.conn() as c:
+        for i in range(0, len(data), 7):
+            c.send(data[i:i + 7])
+            time.sleep(0.002)
+        eq(c.response().body, NUMBERED[4], "first")
+        eq(c.response().body, NUMBERED[5], "second")
+
+
+@test("pipelining: error in the middle answers the earlier ones then closes")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt") + b"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n"
+               + request("GET", "/n2.txt"))
+        eq(c.response().body, NUMBERED[1], "first")
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 400 Bad Request", "bad one")
+        eq(r.get("Connection"), "close", "Connection")
+        c.expect_closed()
+    srv.assert_alive()
+
+
+@test("common: every response has Date and Server; errors have small html bodies")
+def _(srv):
+    # check_common() runs on every response read; here a few kinds in a row
+    for target, st in (("/hello.txt", 200), ("/nope", 404), ("/dir", 301), ("/noindex/", 403)):
+        r = srv.get(target)
+        eq(r.status, st, target)
+    r = srv.req("HEAD", "/nope")
+    eq(r.status_line, "HTTP/1.1 404 Not Found", "HEAD 404")
+    check(int(r.get("Content-Length")) > 0, "HEAD of an error keeps the GET Content-Length")
+    eq(r.body, b"", "HEAD error body")
+
+
+@test("common: error page body is exact html with matching length")
+def _(srv):
+    r = srv.get("/nope")
+    eq(r.status_line, "HTTP/1.1 404 Not Found", "status")
+    eq(r.get("Content-Type"), "text/html; charset=utf-8", "Content-Type")
+    eq(r.body, b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head>\n"
+               b"<body><h1>404 Not Found</h1></body></html>\n", "body")
+    eq(r.get("Content-Length"), str(len(r.body)), "Content-Length")
+
+
+@test("options: OPTIONS * and OPTIONS /path answer 204 with Allow")
+def _(srv):
+    for target in ("*", "/hello.txt"):
+        with srv.conn() as c:
+            c.send(request("OPTIONS", target))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 204 No Content", "OPTIONS " + target)
+            eq(r.get("Allow"), "GET, HEAD, OPTIONS", "Allow")
+            eq(r.body, b"", "body")
+            check(r.get("Content-Length") in (None, "0"), "204 with Content-Length %r" % r.get("Content-Length"))
+            # the connection is still usable
+            c.send(request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "GET after OPTIONS")

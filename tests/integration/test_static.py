@@ -1,0 +1,434 @@
+"""Static GET/HEAD: types, validators, conditionals, ranges, directories, listings."""
+
+import email.utils
+import re
+import time
+
+from cowdtest import (DATA, DIGITS, DIR_INDEX, DIR_OTHER, HELLO, INDEX, ROOT_OTHER, WEIRD, WEIRD_NAME,
+                      check, eq, request, test)
+
+OK = "HTTP/1.1 200 OK"
+PARTIAL = "HTTP/1.1 206 Partial Content"
+
+
+def http_date(t):
+    return email.utils.formatdate(t, usegmt=True)
+
+
+def validators(srv, path):
+    r = srv.get(path)
+    eq(r.status_line, OK, "GET " + path)
+    return r.get("ETag"), r.get("Last-Modified")
+
+
+@test("static: GET headers: Content-Type, Content-Length, Last-Modified, strong ETag")
+def _(srv):
+    for path, body, ctype in (("/hello.txt", HELLO, "text/plain"), ("/data.bin", DATA, "application/octet-stream"),
+                              ("/index.html", INDEX, "text/html"), ("/style.css", None, "text/css")):
+        r = srv.get(path)
+        eq(r.status_line, OK, path)
+        ct = r.get("Content-Type")
+        check(ct is not None and ct.split(";")[0].strip() == ctype, "%s Content-Type %r, want %s" % (path, ct, ctype))
+        if body is not None:
+            eq(r.body, body, path + " body")
+        eq(r.get("Content-Length"), str(len(r.body)), path + " Content-Length")
+        st = srv.root.stat(path[1:])
+        eq(r.get("Last-Modified"), http_date(int(st.st_mtime)), path + " Last-Modified")
+        et = r.get("ETag")
+        check(et is not None and re.match(r'^"[!#-~]+"$', et), "%s: ETag %r not a strong quoted tag" % (path, et))
+        eq(r.get("Accept-Ranges"), "bytes", "Accept-Ranges")
+
+
+@test("static: empty file is 200 with Content-Length 0")
+def _(srv):
+    r = srv.get("/empty.txt")
+    eq(r.status_line, OK, "status")
+    eq(r.get("Content-Length"), "0", "Content-Length")
+    eq(r.body, b"", "body")
+
+
+@test("static: unknown extension and no extension get a default type")
+def _(srv):
+    srv.root.write("noext", b"noext\n")
+    srv.root.write("x.unknownext", b"unk\n")
+    for p in ("/noext", "/x.unknownext"):
+        r = srv.get(p)
+        eq(r.status, 200, p)
+        check(r.get("Content-Type"), "%s has a Content-Type" % p)
+
+
+@test("static: HEAD has the same headers as GET and no body")
+def _(srv):
+    for path in ("/hello.txt", "/data.bin", "/", "/dir/", "/nope"):
+        g = srv.get(path)
+        with srv.conn() as c:
+            c.send(request("HEAD", path) + request("GET", "/n0.txt"))
+            h = c.response("HEAD")
+            nxt = c.response()
+        eq(h.status_line, g.status_line, "HEAD status " + path)
+        strip = lambda r: [(k.lower(), v) for k, v in r.headers if k.lower() != "date"]  # noqa: E731
+        eq(strip(h), strip(g), "HEAD headers " + path)
+        eq(nxt.status, 200, "no body sent after HEAD " + path)
+        eq(len(nxt.body), 100, "no body bytes leaked after HEAD " + path)
+
+
+@test("cond: If-None-Match matching is 304 with ETag and no body")
+def _(srv):
+    et, lm = validators(srv, "/hello.txt")
+    for inm in (et, '"x", ' + et, "W/" + et):
+        with srv.conn() as c:
+            c.send(request("GET", "/hello.txt", ["If-None-Match: " + inm]) + request("GET", "/n0.txt"))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 304 Not Modified", "If-None-Match: " + inm)
+            eq(r.get("ETag"), et, "304 ETag")
+            eq(r.get("Content-Length"), None, "304 Content-Length")
+            eq(c.response().status, 200, "next response (no body after 304)")
+
+
+@test("cond: If-None-Match: * is 304")
+def _(srv):
+    r = srv.get("/hello.txt", ["If-None-Match: *"])
+    eq(r.status_line, "HTTP/1.1 304 Not Modified", "status")
+
+
+@test("cond: non-matching If-None-Match is 200")
+def _(srv):
+    r = srv.get("/hello.txt", ['If-None-Match: "nope"'])
+    eq(r.status_line, OK, "status")
+    eq(r.body, HELLO, "body")
+
+
+@test("cond: If-None-Match takes precedence over If-Modified-Since")
+def _(srv):
+    future = http_date(time.time() + 86400 * 365)
+    r = srv.get("/hello.txt", ['If-None-Match: "nope"', "If-Modified-Since: " + future])
+    eq(r.status_line, OK, "non-matching INM + future IMS")
+    eq(r.body, HELLO, "body")
+
+
+@test("cond: If-Modified-Since equal to Last-Modified is 304, older 200, invalid 200")
+def _(srv):
+    et, lm = validators(srv, "/hello.txt")
+    r = srv.get("/hello.txt", ["If-Modified-Since: " + lm])
+    eq(r.status_line, "HTTP/1.1 304 Not Modified", "IMS = Last-Modified")
+    eq(r.get("Last-Modified"), lm, "304 Last-Modified")
+    eq(r.get("ETag"), et, "304 ETag")
+    st = srv.root.stat("hello.txt")
+    r = srv.get("/hello.txt", ["If-Modified-Since: " + http_date(st.st_mtime - 3600)])
+    eq(r.status_line, OK, "IMS older")
+    eq(r.body, HELLO, "body")
+    for bad in ("yesterday", "Sun, 06 Nov 1994 08:49:37", "", "Sun, 32 Nov 1994 08:49:37 GMT"):
+        r = srv.get("/hello.txt", ["If-Modified-Since: " + bad])
+        eq(r.status_line, OK, "IMS invalid %r" % bad)
+
+
+@test("cond: If-Modified-Since in obsolete formats (RFC 850, asctime)")
+def _(srv):
+    st = srv.root.stat("hello.txt")
+    t = time.gmtime(st.st_mtime + 60)
+    for fmt in ("%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"):
+        v = time.strftime(fmt, t)
+        r = srv.get("/hello.txt", ["If-Modified-Since: " + v])
+        eq(r.status_line, "HTTP/1.1 304 Not Modified", "IMS %r" % v)
+
+
+@test("cond: If-Modified-Since ignored on HEAD? no: HEAD is 304 too")
+def _(srv):
+    et, lm = validators(srv, "/hello.txt")
+    r = srv.req("HEAD", "/hello.txt", ["If-Modified-Since: " + lm])
+    eq(r.status_line, "HTTP/1.1 304 Not Modified", "HEAD IMS")
+
+
+@test("cond: If-Match non-matching is 412, matching 200")
+def _(srv):
+    et, lm = validators(srv, "/hello.txt")
+    r = srv.get("/hello.txt", ['If-Match: "nope"'])
+    eq(r.status_line, "HTTP/1.1 412 Precondition Failed", "If-Match non-matching")
+    r = srv.get("/hello.txt", ["If-Match: W/" + et])
+    eq(r.status_line, "HTTP/1.1 412 Precondition Failed", "If-Match weak (strong comparison)")
+    r = srv.get("/hello.txt", ["If-Match: " + et])
+    eq(r.status_line, OK, "If-Match matching")
+    r = srv.get("/hello.txt", ["If-Match: *"])
+    eq(r.status_line, OK, "If-Match *")
+    srv.assert_alive()
+
+
+@test("cond: If-Unmodified-Since older than mtime is 412")
+def _(srv):
+    st = srv.root.stat("hello.txt")
+    r = srv.get("/hello.txt", ["If-Unmodified-Since: " + http_date(st.st_mtime - 3600)])
+    eq(r.status_line, "HTTP/1.1 412 Precondition Failed", "IUS older")
+    r = srv.get("/hello.txt", ["If-Unmodified-Since: " + http_date(st.st_mtime + 3600)])
+    eq(r.status_line, OK, "IUS newer")
+
+
+@test("cond: ETag changes when the file changes")
+def _(srv):
+    srv.root.write("changing.txt", b"one\n")
+    et1, _ = validators(srv, "/changing.txt")
+    time.sleep(0.01)
+    srv.root.write("changing.txt", b"two!\n")
+    r = srv.get("/changing.txt", ["If-None-Match: " + et1])
+    eq(r.status_line, OK, "old ETag no longer matches")
+    eq(r.body, b"two!\n", "new content")
+    check(r.get("ETag") != et1, "ETag changed")
+
+
+# ---- ranges -----------------------------------------------------------------
+
+def rng(srv, path, spec, extra=()):
+    return srv.get(path, ["Range: " + spec] + list(extra))
+
+
+@test("range: bytes=0-9 is 206 with exact Content-Range")
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=0-9")
+    eq(r.status_line, PARTIAL, "status")
+    eq(r.get("Content-Range"), "bytes 0-9/1000", "Content-Range")
+    eq(r.get("Content-Length"), "10", "Content-Length")
+    eq(r.body, DATA[0:10], "body")
+    eq(r.get("Content-Type"), "application/octet-stream", "Content-Type")
+    check(r.get("ETag") and r.get("Last-Modified"), "validators on 206")
+
+
+@test("range: suffix bytes=-5")
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=-5")
+    eq(r.status_line, PARTIAL, "status")
+    eq(r.get("Content-Range"), "bytes 995-999/1000", "Content-Range")
+    eq(r.body, DATA[-5:], "body")
+    r = rng(srv, "/data.bin", "bytes=-5000")
+    eq(r.status_line, PARTIAL, "suffix longer than file")
+    eq(r.get("Content-Range"), "bytes 0-999/1000", "Content-Range")
+    eq(r.body, DATA, "body")
+
+
+@test("range: open bytes=10-")
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=10-")
+    eq(r.status_line, PARTIAL, "status")
+    eq(r.get("Content-Range"), "bytes 10-999/1000", "Content-Range")
+    eq(r.body, DATA[10:], "body")
+
+
+@test("range: last-pos beyond the end is clipped")
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=990-5000")
+    eq(r.status_line, PARTIAL, "status")
+    eq(r.get("Content-Range"), "bytes 990-999/1000", "Content-Range")
+    eq(r.body, DATA[990:], "body")
+    r = rng(srv, "/data.bin", "bytes=999-999")
+    eq(r.get("Content-Range"), "bytes 999-999/1000", "last byte")
+    eq(r.body, DATA[999:], "last byte body")
+
+
+def parse_multipart(r, size):
+    ct = r.get("Content-Type")
+    m = re.match(r"^multipart/byteranges; boundary=([0-9A-Za-z'()+_,.:=?-]{1,70})$", ct or "")
+    check(m, "Content-Type %r" % ct)
+    b = m.group(1).encode()
+    body = r.body
+    eq(r.get("Content-Length"), str(len(body)), "multipart Content-Length vs body")
+    check(body.endswith(b"\r\n--" + b + b"--\r\n"), "multipart close delimiter: %r" % body[-60:])
+    body = body[:-len(b"\r\n--" + b + b"--\r\n")]
+    check(body.startswith(b"\r\n--" + b + b"\r\n") or body.startswith(b"--" + b + b"\r\n"),
+          "first delimiter %r" % body[:60])
+    if body.startswith(b"\r\n"):
+        body = body[2:]
+    chunks = body.split(b"\r\n--" + b + b"\r\n")
+    chunks[0] = chunks[0][len(b"--" + b + b"\r\n"):]
+    parts = []
+    for ch in chunks:
+        head, _, data = ch.partition(b"\r\n\r\n")
+        hdrs = {}
+        for ln in head.decode("latin-1").split("\r\n"):
+            k, _, v = ln.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        parts.append((hdrs, data))
+    return parts
+
+
+@test("range: two ranges give an exact multipart/byteranges")
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=0-9, 500-519")
+    eq(r.status_line, PARTIAL, "status")
+    eq(r.get("Content-Range"), None, "no top-level Content-Range")
+    parts = parse_multipart(r, 1000)
+    eq(len(parts), 2, "part count")
+    for (h, d), (a, z) in zip(parts, ((0, 9), (500, 519))):
+        eq(h.get("content-type"), "application/octet-stream", "part Content-Type")
+        eq(h.get("content-range"), "bytes %d-%d/1000" % (a, z), "part Content-Range")
+        eq(sorted(h), ["content-range", "content-type"], "part headers")
+        eq(d, DATA[a:z + 1], "part bytes %d-%d" % (a, z))
+
+
+@test("range: multipart with suffix, open and clipped ranges in request order")
+def _(srv):
+    r = rng(srv, "/digits.txt", "bytes=90-,-3,5-7,98-200")
+    eq(r.status_line, PARTIAL, "status")
+    parts = parse_multipart(r, 100)
+    want = [(90, 99), (97, 99), (5, 7), (98, 99)]
+    eq([p[0].get("content-range") for p in parts], ["bytes %d-%d/100" % w for w in want], "ranges")
+    eq([p[1] for p in parts], [DIGITS[a:z + 1] for a, z in want], "bytes")
+
+
+@test("range: HEAD with two ranges is 200 with plain headers")
+def _(srv):
+    r = srv.req("HEAD", "/data.bin", ["Range: bytes=0-9,20-29"])
+    eq(r.status_line, OK, "status")
+    eq(r.get("Content-Length"), "1000", "Content-Length")
+
+
+@test("range: unsatisfiable bytes=SIZE- is 416 with Content-Range */SIZE")
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=1000-")
+    eq(r.status_line, "HTTP/1.1 416 Range Not Satisfiable", "status")
+    eq(r.get("Content-Range"), "bytes */1000", "Content-Range")
+    r = rng(srv, "/data.bin", "bytes=-0")
+    eq(r.status_line, "HTTP/1.1 416 Range Not Satisfiable", "bytes=-0")
+    srv.assert_alive()
+
+
+@test("range: invalid Range syntax is ignored (200)")
+def _(srv):
+    for spec in ("bytes=5-2", "bytes=x-y", "items=0-1", "bytes=", "bytes 0-9", "bytes=0-9;x"):
+        r = rng(srv, "/data.bin", spec)
+        eq(r.status_line, OK, "Range %r" % spec)
+        eq(r.body, DATA, "body for %r" % spec)
+
+
+@test("range: If-Range with the current ETag is 206, old or weak ETag 200")
+def _(srv):
+    et, lm = validators(srv, "/data.bin")
+    r = rng(srv, "/data.bin", "bytes=0-9", ["If-Range: " + et])
+    eq(r.status_line, PARTIAL, "current ETag")
+    eq(r.body, DATA[:10], "body")
+    for ir in ('"old-etag"', "W/" + et):
+        r = rng(srv, "/data.bin", "bytes=0-9", ["If-Range: " + ir])
+        eq(r.status_line, OK, "If-Range %s" % ir)
+        eq(r.body, DATA, "full body for If-Range %s" % ir)
+
+
+@test("range: If-Range with a date")
+def _(srv):
+    et, lm = validators(srv, "/data.bin")
+    r = rng(srv, "/data.bin", "bytes=0-9", ["If-Range: " + lm])
+    eq(r.status_line, PARTIAL, "If-Range = Last-Modified")
+    st = srv.root.stat("data.bin")
+    r = rng(srv, "/data.bin", "bytes=0-9", ["If-Range: " + http_date(st.st_mtime - 3600)])
+    eq(r.status_line, OK, "If-Range older date")
+    eq(r.body, DATA, "full body")
+
+
+@test("range: more ranges than --max-ranges is 200 full", args=["--max-ranges", "4"])
+def _(srv):
+    r = rng(srv, "/data.bin", "bytes=0-1,10-11,20-21,30-31,40-41")
+    eq(r.status_line, OK, "5 ranges with max 4")
+    eq(r.body, DATA, "body")
+    r = rng(srv, "/data.bin", "bytes=0-1,10-11,20-21,30-31")
+    eq(r.status_line, PARTIAL, "4 ranges with max 4")
+    eq(len(parse_multipart(r, 1000)), 4, "parts")
+
+
+@test("range: heavily overlapping ranges are 200 full")
+def _(srv):
+    for n in (50, 10):
+        r = rng(srv, "/data.bin", "bytes=" + ",".join(["0-"] * n))
+        eq(r.status_line, OK, "%d x 0-" % n)
+        eq(r.body, DATA, "body")
+    r = rng(srv, "/data.bin", "bytes=" + ",".join("%d-999" % (i * 10) for i in range(12)))
+    check(len(r.body) <= 2 * len(DATA), "response grew to %d bytes for a %d-byte file" % (len(r.body), len(DATA)))
+
+
+@test("range: Range on HEAD is 200 (Range only applies to GET)")
+def _(srv):
+    r = srv.req("HEAD", "/data.bin", ["Range: bytes=0-9"])
+    eq(r.status_line, OK, "status")
+    eq(r.get("Content-Length"), "1000", "Content-Length")
+    eq(r.get("Content-Range"), None, "Content-Range")
+
+
+@test("range: Range with If-None-Match matching is 304")
+def _(srv):
+    et, lm = validators(srv, "/data.bin")
+    r = rng(srv, "/data.bin", "bytes=0-9", ["If-None-Match: " + et])
+    eq(r.status_line, "HTTP/1.1 304 Not Modified", "status")
+
+
+# ---- directories ---------------------------------------------------------------
+
+@test("dir: /dir is 301 to /dir/ keeping the query")
+def _(srv):
+    r = srv.get("/dir")
+    eq(r.status_line, "HTTP/1.1 301 Moved Permanently", "status")
+    eq(r.get("Location"), "/dir/", "Location")
+    r = srv.get("/dir?a=1&b=2")
+    eq(r.get("Location"), "/dir/?a=1&b=2", "Location with query")
+    r = srv.get("/noindex/sub?x")
+    eq(r.get("Location"), "/noindex/sub/?x", "nested Location")
+
+
+@test("dir: /dir/ and / serve the index file")
+def _(srv):
+    r = srv.get("/dir/")
+    eq(r.status_line, OK, "status")
+    eq(r.body, DIR_INDEX, "body")
+    check((r.get("Content-Type") or "").startswith("text/html"), "index Content-Type %r" % r.get("Content-Type"))
+    r = srv.get("/")
+    eq(r.body, INDEX, "root index")
+    r = srv.get("/dir/?q=1")
+    eq(r.body, DIR_INDEX, "with query")
+
+
+@test("dir: --index other.html is used", args=["--index", "other.html"])
+def _(srv):
+    eq(srv.get("/dir/").body, DIR_OTHER, "/dir/")
+    eq(srv.get("/").body, ROOT_OTHER, "/")
+
+
+@test("dir: without index and without --listing is 403")
+def _(srv):
+    r = srv.get("/noindex/")
+    eq(r.status_line, "HTTP/1.1 403 Forbidden", "status")
+
+
+LISTING_ENTRIES = ["Zeta.txt", WEIRD_NAME, "b.txt", "sub"]    # byte order: 'Z' < 'a' < 'b' < 's'
+
+
+@test("dir: --listing lists sorted, escaped, without hidden files", args=["--listing"])
+def _(srv):
+    r = srv.get("/noindex/")
+    eq(r.status_line, OK, "status")
+    check((r.get("Content-Type") or "").startswith("text/html"), "Content-Type")
+    eq(r.get("Content-Length"), str(len(r.body)), "Content-Length")
+    html = r.body.decode("utf-8")
+    hrefs = re.findall(r'<a href="([^"]*)">([^<]*)</a>', html)
+    eq(hrefs, [("../", "../"), ("Zeta.txt", "Zeta.txt"),
+               ("a%20file%20%26%20%3Cx%3E.txt", "a file &amp; &lt;x&gt;.txt"),
+               ("b.txt", "b.txt"), ("sub/", "sub/")], "entries")
+    check(".hidden" not in html, "hidden file listed")
+    check("<x>" not in html, "unescaped name in listing")
+    # the escaped hrefs lead to the files
+    eq(srv.get("/noindex/a%20file%20%26%20%3Cx%3E.txt").body, WEIRD, "following the href")
+    eq(srv.get("/noindex/sub/").status, 200, "subdirectory listing")
+    # directories with an index still serve it
+    eq(srv.get("/dir/").body, DIR_INDEX, "index wins over listing")
+
+
+@test("dir: --listing of the root has no parent link; HEAD has no body", args=["--listing"])
+def _(srv):
+    srv.root.write("listroot/f.txt", b"f")
+    r = srv.get("/listroot/")
+    check('href="../"' in r.body.decode(), "parent link in a subdirectory")
+    h = srv.req("HEAD", "/listroot/")
+    eq(h.status_line, OK, "HEAD listing")
+    eq(h.get("Content-Length"), str(len(r.body)), "HEAD Content-Length")
+
+
+@test("dir: --listing escapes the directory name in the title", args=["--listing"])
+def _(srv):
+    srv.root.write("l<&>d/f.txt", b"f")
+    r = srv.get("/l%3C%26%3Ed/")
+    eq(r.status_line, OK, "status")
+    html = r.body.decode()
+    check("l&lt;&amp;&gt;d" in html and "l<&>d" not in html, "title not escaped: %r" % html[:300])

@@ -1,0 +1,236 @@
+/* check_conditional.c — unit tests for RFC 9110 §13 precondition evaluation (src/conditional.c). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conditional.h"
+
+#define ETAG "\"5f2a-3039\""
+#define MTIME ((time_t)784111777)                  /* Sun, 06 Nov 1994 08:49:37 GMT */
+#define DATE_EQ "Sun, 06 Nov 1994 08:49:37 GMT"
+#define DATE_BEFORE "Sun, 06 Nov 1994 08:49:36 GMT"
+#define DATE_AFTER "Sun, 06 Nov 1994 08:49:38 GMT"
+
+static const struct cond_resource RES = { ETAG, sizeof ETAG - 1, MTIME };
+
+static struct http_slice S(const char *s) { return (struct http_slice){ s, s ? strlen(s) : 0 }; }
+
+static struct http_request req_get(void)
+{
+    struct http_request r;
+    memset(&r, 0, sizeof r);
+    r.method = HTTP_GET;
+    return r;
+}
+
+START_TEST(no_conditions)
+{
+    struct http_request r = req_get();
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 1);
+}
+END_TEST
+
+START_TEST(if_match)
+{
+    struct http_request r = req_get();
+    r.if_match = S(ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_match = S("*");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_match = S(" * ");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_match = S("\"other\", " ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_match = S(" , \"other\" ,, " ETAG " , ");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_match = S("\"other\"");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* strong comparison: a weak tag never matches */
+    r.if_match = S("W/" ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* malformed list → no match → 412, even if a good tag is in it */
+    r.if_match = S(ETAG ", bogus");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S(ETAG " \"x\"");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S("5f2a-3039");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S("\"5f2a-3039");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S("*, " ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S("");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S("w/" ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_match = S("\"a b\"");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* If-Match takes precedence over If-Unmodified-Since */
+    r.if_match = S(ETAG);
+    r.if_unmodified_since = S(DATE_BEFORE);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    /* resource without an ETag: only "*" matches */
+    struct cond_resource no_tag = { NULL, 0, MTIME };
+    ck_assert_int_eq(cond_evaluate(&r, &no_tag), 412);
+    r.if_match = S("*");
+    ck_assert_int_eq(cond_evaluate(&r, &no_tag), 0);
+}
+END_TEST
+
+START_TEST(if_unmodified_since)
+{
+    struct http_request r = req_get();
+    r.if_unmodified_since = S(DATE_EQ);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_unmodified_since = S(DATE_AFTER);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_unmodified_since = S(DATE_BEFORE);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r.if_unmodified_since = S("Sunday, 06-Nov-94 08:49:36 GMT");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* invalid date: ignored */
+    r.if_unmodified_since = S("yesterday");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+}
+END_TEST
+
+START_TEST(if_none_match)
+{
+    struct http_request r = req_get();
+    r.if_none_match = S(ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    /* weak comparison */
+    r.if_none_match = S("W/" ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_none_match = S("\"a\", W/" ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_none_match = S("*");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_none_match = S("\"other\"");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_none_match = S("\"5F2A-3039\"");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    /* malformed → no match → full response */
+    r.if_none_match = S(ETAG ", junk");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.method = HTTP_HEAD;
+    r.if_none_match = S(ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    /* other methods: 412 */
+    r.method = HTTP_POST;
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* a weak resource ETag matches weakly */
+    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME };
+    r.method = HTTP_GET;
+    ck_assert_int_eq(cond_evaluate(&r, &weak), 304);
+}
+END_TEST
+
+START_TEST(if_modified_since)
+{
+    struct http_request r = req_get();
+    r.if_modified_since = S(DATE_EQ);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_modified_since = S(DATE_AFTER);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_modified_since = S(DATE_BEFORE);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_modified_since = S("Sun Nov  6 08:49:37 1994");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_modified_since = S("not a date");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_modified_since = S(DATE_EQ " ; length=12");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    /* ignored for methods other than GET/HEAD */
+    r.if_modified_since = S(DATE_EQ);
+    r.method = HTTP_POST;
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.method = HTTP_HEAD;
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    /* ignored when If-None-Match is present, whatever its outcome */
+    r.method = HTTP_GET;
+    r.if_none_match = S("\"other\"");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r.if_none_match = S("bogus");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+}
+END_TEST
+
+START_TEST(precedence)
+{
+    /* failed If-Match (412) wins over a matching If-None-Match (304) */
+    struct http_request r = req_get();
+    r.if_match = S("\"other\"");
+    r.if_none_match = S(ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* failed If-Unmodified-Since wins over If-Modified-Since */
+    r = req_get();
+    r.if_unmodified_since = S(DATE_BEFORE);
+    r.if_modified_since = S(DATE_EQ);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    /* passing If-Match then If-None-Match decides */
+    r = req_get();
+    r.if_match = S(ETAG);
+    r.if_none_match = S(ETAG);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+}
+END_TEST
+
+START_TEST(if_range)
+{
+    struct http_request r = req_get();
+    r.range = S("bytes=0-1");
+    r.if_range = S(ETAG);
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 1);
+    r.if_range = S("\"other\"");
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    r.if_range = S("W/" ETAG);
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME };
+    ck_assert_int_eq(cond_if_range_ok(&r, &weak), 0);
+    r.if_range = S(ETAG);
+    ck_assert_int_eq(cond_if_range_ok(&r, &weak), 0);
+    r.if_range = S(DATE_EQ);
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 1);
+    r.if_range = S(DATE_AFTER);
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    r.if_range = S(DATE_BEFORE);
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    r.if_range = S("garbage");
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    r.if_range = S("");
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    r.if_range = S(ETAG ", \"x\"");
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    r.if_range = S("*");
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
+    struct cond_resource no_tag = { NULL, 0, MTIME };
+    r.if_range = S(ETAG);
+    ck_assert_int_eq(cond_if_range_ok(&r, &no_tag), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("conditional");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, no_conditions);
+    tcase_add_test(tc, if_match);
+    tcase_add_test(tc, if_unmodified_since);
+    tcase_add_test(tc, if_none_match);
+    tcase_add_test(tc, if_modified_since);
+    tcase_add_test(tc, precedence);
+    tcase_add_test(tc, if_range);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,218 @@
+/* check_depot.c: the CoW depot: dispatch order, handler reuse, back-pressure
+ * when the message pool is empty, and "done" messages overtaking queued
+ * connections.  The serve function is a fake that records what it got. */
+#include <check.h>
+#include <pth.h>
+#include <stdlib.h>
+
+#include "depot.h"
+
+#define MAX_SERVED 64
+
+static struct depot *dep;
+static int served_fd[MAX_SERVED];
+static int served_by[MAX_SERVED];
+static int n_served;
+static int gate_closed;             /* serve waits while this is set */
+static pth_cond_t gate_cond = PTH_COND_INIT;
+static pth_mutex_t gate_mutex = PTH_MUTEX_INIT;
+static int submit_from_serve;       /* fd 0's serve submits this many more */
+
+static void submit_fd(int fd)
+{
+    struct depot_msg *m = depot_msg_take(dep, 0);
+    ck_assert_ptr_nonnull(m);
+    m->fd = fd;
+    depot_submit(dep, m);
+}
+
+static void fake_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_t len)
+{
+    (void)ctx; (void)peer; (void)len;
+    ck_assert_int_lt(n_served, MAX_SERVED);
+    served_fd[n_served] = fd;
+    served_by[n_served] = depot_handler_index(dep);
+    n_served++;
+    if (fd == 0 && submit_from_serve > 0) {
+        /* new connections queue on the depot's port before our "done" */
+        for (int i = 1; i <= submit_from_serve; i++)
+            submit_fd(i);
+    }
+    pth_mutex_acquire(&gate_mutex, FALSE, NULL);
+    while (gate_closed)
+        pth_cond_await(&gate_cond, &gate_mutex, NULL);
+    pth_mutex_release(&gate_mutex);
+    if (!submit_from_serve)         /* yielding would let the depot drain its port early */
+        pth_yield(NULL);
+}
+
+static void start(unsigned handlers, unsigned messages)
+{
+    ck_assert(pth_init());
+    n_served = 0;
+    gate_closed = 0;
+    submit_from_serve = 0;
+    struct depot_config dc = { handlers, messages, 32 * 1024, fake_serve, NULL, NULL };
+    dep = depot_create(&dc);
+    ck_assert_ptr_nonnull(dep);
+}
+
+static void run_until_served(int n)
+{
+    for (int i = 0; i < 10000 && n_served < n; i++)
+        pth_yield(NULL);
+    for (int i = 0; i < 100; i++)   /* let handlers report done */
+        pth_yield(NULL);
+}
+
+START_TEST(handlers_start_suspended_and_idle)
+{
+    start(4, 8);
+    run_until_served(0);
+    struct depot_stats st;
+    depot_get_stats(dep, &st);
+    ck_assert_uint_eq(st.idle, 4);
+    ck_assert_uint_eq(st.free_msgs, 8);
+    ck_assert_uint_eq(st.done, 4);
+}
+END_TEST
+
+START_TEST(one_handler_serves_in_arrival_order)
+{
+    start(1, 8);
+    run_until_served(0);
+    for (int fd = 100; fd < 106; fd++)
+        submit_fd(fd);
+    run_until_served(6);
+    ck_assert_int_eq(n_served, 6);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(served_fd[i], 100 + i);
+}
+END_TEST
+
+START_TEST(two_handlers_share_the_backlog_in_order)
+{
+    start(2, 8);
+    run_until_served(0);
+    for (int fd = 100; fd < 106; fd++)
+        submit_fd(fd);
+    run_until_served(6);
+    ck_assert_int_eq(n_served, 6);
+    /* the first two go to the two idle handlers at once ... */
+    ck_assert_int_eq(served_fd[0] + served_fd[1], 100 + 101);
+    ck_assert_int_ne(served_by[0], served_by[1]);
+    /* ... and each handler then takes the backlog in arrival order */
+    int last[2] = { 0, 0 }, seen = 0;
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_gt(served_fd[i], last[served_by[i]]);
+        last[served_by[i]] = served_fd[i];
+        seen |= 1 << (served_fd[i] - 100);
+    }
+    ck_assert_int_eq(seen, 0x3f);
+    struct depot_stats st;
+    depot_get_stats(dep, &st);
+    ck_assert_uint_eq(st.dispatched, 6);
+    ck_assert_uint_eq(st.idle, 2);
+    ck_assert_uint_eq(st.free_msgs, 8);
+}
+END_TEST
+
+START_TEST(idle_handler_is_reused)
+{
+    start(3, 4);
+    run_until_served(0);
+    for (int i = 0; i < 5; i++) {
+        submit_fd(10 + i);
+        run_until_served(i + 1);
+    }
+    ck_assert_int_eq(n_served, 5);
+    for (int i = 1; i < 5; i++)
+        ck_assert_int_eq(served_by[i], served_by[0]);
+    struct depot_stats st;
+    depot_get_stats(dep, &st);
+    ck_assert_uint_eq(st.handlers_used, 1);
+    ck_assert_uint_eq(st.idle, 3);
+}
+END_TEST
+
+static int accepted;
+
+static void *fake_acceptor(void *arg)
+{
+    (void)arg;
+    for (int fd = 0; fd < 5; fd++) {
+        struct depot_msg *m = depot_msg_take(dep, 1);   /* waits when the pool is empty */
+        m->fd = 50 + fd;
+        depot_submit(dep, m);
+        accepted++;
+    }
+    return NULL;
+}
+
+START_TEST(empty_pool_stops_accepting)
+{
+    start(1, 2);
+    run_until_served(0);
+    gate_closed = 1;
+    accepted = 0;
+    ck_assert_ptr_nonnull(pth_spawn(PTH_ATTR_DEFAULT, fake_acceptor, NULL));
+    for (int i = 0; i < 1000; i++)
+        pth_yield(NULL);
+    /* the handler holds fd 50 (its message went back to the pool), fd 51
+     * and fd 52 wait in the depot: both messages are taken */
+    ck_assert_int_eq(n_served, 1);
+    ck_assert_int_eq(accepted, 3);
+    ck_assert_ptr_null(depot_msg_take(dep, 0));
+    struct depot_stats st;
+    depot_get_stats(dep, &st);
+    ck_assert_uint_eq(st.free_msgs, 0);
+    ck_assert_uint_eq(st.backlog, 2);
+
+    pth_mutex_acquire(&gate_mutex, FALSE, NULL);
+    gate_closed = 0;
+    pth_cond_notify(&gate_cond, TRUE);
+    pth_mutex_release(&gate_mutex);
+    run_until_served(5);
+    ck_assert_int_eq(accepted, 5);
+    ck_assert_int_eq(n_served, 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(served_fd[i], 50 + i);
+}
+END_TEST
+
+START_TEST(done_overtakes_queued_connections)
+{
+    start(1, 8);
+    run_until_served(0);
+    submit_from_serve = 3;
+    submit_fd(0);
+    run_until_served(4);
+    ck_assert_int_eq(n_served, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(served_fd[i], i);
+    /* The depot's port held [done, conn 1, conn 2, conn 3]: the pushed done
+     * was seen first, so conn 1 went straight to the free handler and only
+     * two ever waited.  Had done queued behind them, three would have. */
+    struct depot_stats st;
+    depot_get_stats(dep, &st);
+    ck_assert_uint_eq(st.max_backlog, 2);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("depot");
+    TCase *tc = tcase_create("depot");
+    tcase_add_test(tc, handlers_start_suspended_and_idle);
+    tcase_add_test(tc, one_handler_serves_in_arrival_order);
+    tcase_add_test(tc, two_handlers_share_the_backlog_in_order);
+    tcase_add_test(tc, idle_handler_is_reused);
+    tcase_add_test(tc, empty_pool_stops_accepting);
+    tcase_add_test(tc, done_overtakes_queued_connections);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,250 @@
+/* check_filecache.c: the file cache: hits, precomputed headers, in-memory
+ * snapshots, revalidation after change/replace, LRU eviction by entries and
+ * bytes, and entries in use surviving eviction. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "filecache.h"
+
+static char dir[] = "/tmp/cowd-fc-XXXXXX";
+static int root_fd;
+
+static void write_file(const char *name, const char *content)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(content, f);
+    fclose(f);
+}
+
+static struct fc_entry *put(const char *name, time_t now)
+{
+    int fd = openat(root_fd, name, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    char key[256];
+    snprintf(key, sizeof key, "/%s", name);
+    struct fc_entry *e = filecache_put(key, strlen(key), name, fd, &st, "text/plain", now);
+    if (e == NULL)
+        close(fd);
+    return e;
+}
+
+static struct fc_entry *get(const char *name, time_t now)
+{
+    char key[256];
+    snprintf(key, sizeof key, "/%s", name);
+    return filecache_get(key, strlen(key), now);
+}
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/cowd-fc-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    root_fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(root_fd, 0);
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    close(root_fd);
+}
+
+START_TEST(hit_returns_snapshot_and_headers)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4096), 0);
+    write_file("a.txt", "hello world");
+    ck_assert_ptr_null(get("a.txt", 100));
+    struct fc_entry *e = put("a.txt", 100);
+    ck_assert_ptr_nonnull(e);
+    filecache_release(e);
+    e = get("a.txt", 100);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->size, 11);
+    ck_assert_ptr_nonnull(e->data);
+    ck_assert_int_eq(memcmp(e->data, "hello world", 11), 0);
+    char expect[512];
+    snprintf(expect, sizeof expect,
+             "Content-Type: text/plain\r\nContent-Length: 11\r\nLast-Modified: %s\r\n"
+             "ETag: %s\r\nAccept-Ranges: bytes\r\n", e->last_modified, e->etag);
+    ck_assert_uint_eq(e->headers_len, strlen(expect));
+    ck_assert_int_eq(memcmp(e->headers, expect, e->headers_len), 0);
+    ck_assert_int_eq(e->etag[0], '"');
+    ck_assert_int_eq(strlen(e->last_modified), 29);
+    filecache_release(e);
+    struct filecache_stats st;
+    filecache_stats(&st);
+    ck_assert_uint_eq(st.hits, 1);
+    ck_assert_uint_eq(st.misses, 1);
+    ck_assert_uint_eq(st.entries, 1);
+}
+END_TEST
+
+START_TEST(big_file_is_sent_from_descriptor)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4), 0);
+    write_file("big.txt", "0123456789");
+    struct fc_entry *e = put("big.txt", 100);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_null(e->data);
+    ck_assert_int_ge(e->fd, 0);
+    char buf[10];
+    ck_assert_int_eq(pread(e->fd, buf, 10, 0), 10);
+    filecache_release(e);
+}
+END_TEST
+
+START_TEST(changed_file_is_noticed_after_validate_interval)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 5, 4096), 0);
+    write_file("c.txt", "short");
+    filecache_release(put("c.txt", 100));
+    write_file("c.txt", "a much longer content");
+    struct fc_entry *e = get("c.txt", 103);        /* within 5 s: old snapshot */
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->size, 5);
+    ck_assert_int_eq(memcmp(e->data, "short", 5), 0);  /* consistent with its length */
+    filecache_release(e);
+    ck_assert_ptr_null(get("c.txt", 105));         /* revalidated: stale, dropped */
+    struct filecache_stats st;
+    filecache_stats(&st);
+    ck_assert_uint_eq(st.stale, 1);
+    ck_assert_uint_eq(st.entries, 0);
+    e = put("c.txt", 105);
+    ck_assert_uint_eq(e->size, 21);
+    filecache_release(e);
+}
+END_TEST
+
+START_TEST(replaced_file_is_noticed_even_with_same_size_and_time)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096), 0);
+    write_file("r.txt", "AAAA");
+    filecache_release(put("r.txt", 100));
+    write_file("r.tmp", "BBBB");
+    char from[300], to[300];
+    snprintf(from, sizeof from, "%s/r.tmp", dir);
+    snprintf(to, sizeof to, "%s/r.txt", dir);
+    struct stat st;
+    stat(to, &st);
+    struct timespec times[2] = { st.st_atim, st.st_mtim };
+    utimensat(AT_FDCWD, from, times, 0);           /* same size, same mtime */
+    ck_assert_int_eq(rename(from, to), 0);         /* but a new inode */
+    ck_assert_ptr_null(get("r.txt", 100));
+}
+END_TEST
+
+START_TEST(deleted_file_is_dropped)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096), 0);
+    write_file("d.txt", "x");
+    filecache_release(put("d.txt", 100));
+    char p[300];
+    snprintf(p, sizeof p, "%s/d.txt", dir);
+    unlink(p);
+    ck_assert_ptr_null(get("d.txt", 100));
+}
+END_TEST
+
+START_TEST(lru_evicts_least_recently_used_entry)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 2, 1 << 20, 100, 4096), 0);
+    write_file("a", "1");
+    write_file("b", "2");
+    write_file("c", "3");
+    filecache_release(put("a", 100));
+    filecache_release(put("b", 100));
+    filecache_release(get("a", 100));              /* a is now more recent than b */
+    filecache_release(put("c", 100));
+    ck_assert_ptr_null(get("b", 100));
+    struct fc_entry *a = get("a", 100), *c = get("c", 100);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(c);
+    filecache_release(a);
+    filecache_release(c);
+    struct filecache_stats st;
+    filecache_stats(&st);
+    ck_assert_uint_eq(st.evictions, 1);
+    ck_assert_uint_eq(st.entries, 2);
+}
+END_TEST
+
+START_TEST(byte_budget_is_respected)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 100, 2000, 100, 4096), 0);
+    char content[901];
+    memset(content, 'z', 900);
+    content[900] = '\0';
+    write_file("x1", content);
+    write_file("x2", content);
+    write_file("x3", content);
+    filecache_release(put("x1", 100));
+    filecache_release(put("x2", 100));
+    filecache_release(put("x3", 100));
+    struct filecache_stats st;
+    filecache_stats(&st);
+    ck_assert_uint_le(st.bytes, 2000);
+    ck_assert_uint_lt(st.entries, 3);
+    ck_assert_ptr_null(get("x1", 100));
+}
+END_TEST
+
+START_TEST(entry_in_use_survives_eviction)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 1, 1 << 20, 100, 4096), 0);
+    write_file("u1", "in use");
+    write_file("u2", "other");
+    struct fc_entry *e = put("u1", 100);           /* reference held: a sender */
+    struct fc_entry *f = put("u2", 100);           /* no room: u1 is busy */
+    ck_assert_ptr_null(f);
+    ck_assert_int_eq(memcmp(e->data, "in use", 6), 0);
+    ck_assert_int_ne(fcntl(e->fd, F_GETFD), -1);
+    filecache_release(e);
+    f = put("u2", 100);                            /* now u1 can go */
+    ck_assert_ptr_nonnull(f);
+    filecache_release(f);
+    ck_assert_ptr_null(get("u1", 100));
+}
+END_TEST
+
+START_TEST(disabled_cache_caches_nothing)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 0, 1 << 20, 1, 4096), 0);
+    write_file("n", "n");
+    ck_assert_ptr_null(put("n", 100));
+    ck_assert_ptr_null(get("n", 100));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("filecache");
+    TCase *tc = tcase_create("filecache");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, hit_returns_snapshot_and_headers);
+    tcase_add_test(tc, big_file_is_sent_from_descriptor);
+    tcase_add_test(tc, changed_file_is_noticed_after_validate_interval);
+    tcase_add_test(tc, replaced_file_is_noticed_even_with_same_size_and_time);
+    tcase_add_test(tc, deleted_file_is_dropped);
+    tcase_add_test(tc, lru_evicts_least_recently_used_entry);
+    tcase_add_test(tc, byte_budget_is_respected);
+    tcase_add_test(tc, entry_in_use_survives_eviction);
+    tcase_add_test(tc, disabled_cache_caches_nothing);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,712 @@
+/* check_http_parse.c — unit tests for the request-head parser (src/http_parse.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_parse.h"
+
+static const struct http_limits LIM = { 64, 512, 8 };
+
+static int slice_is(struct http_slice s, const char *want)
+{
+    if (want == NULL)
+        return s.p == NULL;
+    return s.p != NULL && s.len == strlen(want) && memcmp(s.p, want, s.len) == 0;
+}
+
+/* Every strict prefix must be INCOMPLETE or give the same verdict: the caller re-parses as bytes
+ * arrive, so a split must never change the outcome. */
+static void check_prefixes(const char *s, size_t n, const struct http_limits *lim,
+                           enum http_parse_result want, int want_status, size_t want_head_len)
+{
+    for (size_t k = 0; k < n; k++) {
+        struct http_request r;
+        size_t hl;
+        int st;
+        enum http_parse_result res = http_parse_request(s, k, lim, &r, &hl, &st);
+        if (res == HTTP_PARSE_INCOMPLETE)
+            continue;
+        ck_assert_msg(res == want && (res != HTTP_PARSE_ERROR || st == want_status) &&
+                          (res != HTTP_PARSE_OK || hl == want_head_len),
+                      "prefix %zu of %zu gave %d/%d, full gives %d/%d", k, n, res, st, want, want_status);
+    }
+}
+
+static enum http_parse_result parse_n(const char *s, size_t n, const struct http_limits *lim,
+                                      struct http_request *r, size_t *hl, int *st)
+{
+    enum http_parse_result res = http_parse_request(s, n, lim, r, hl, st);
+    check_prefixes(s, n, lim, res, *st, *hl);
+    return res;
+}
+
+static void expect_status_lim(const char *s, size_t n, const struct http_limits *lim, int want, int line)
+{
+    struct http_request r;
+    size_t hl;
+    int st;
+    enum http_parse_result res = parse_n(s, n, lim, &r, &hl, &st);
+    ck_assert_msg(res == HTTP_PARSE_ERROR && st == want, "line %d: want error %d, got result %d status %d",
+                  line, want, res, st);
+    ck_assert_int_eq(r.keep_alive, 0);
+}
+
+#define EXPECT_STATUS(s, code) expect_status_lim((s), strlen(s), &LIM, (code), __LINE__)
+#define EXPECT_STATUS_N(s, n, code) expect_status_lim((s), (n), &LIM, (code), __LINE__)
+
+static struct http_request expect_ok_lim(const char *s, size_t n, const struct http_limits *lim, int line)
+{
+    struct http_request r;
+    size_t hl;
+    int st = 0;
+    enum http_parse_result res = parse_n(s, n, lim, &r, &hl, &st);
+    ck_assert_msg(res == HTTP_PARSE_OK, "line %d: want OK, got result %d status %d", line, res, st);
+    ck_assert_msg(hl == n, "line %d: head_len %zu != %zu", line, hl, n);
+    return r;
+}
+
+#define EXPECT_OK(s) expect_ok_lim((s), strlen(s), &LIM, __LINE__)
+
+static void expect_incomplete(const char *s)
+{
+    struct http_request r;
+    size_t hl;
+    int st;
+    ck_assert_int_eq(http_parse_request(s, strlen(s), &LIM, &r, &hl, &st), HTTP_PARSE_INCOMPLETE);
+}
+
+START_TEST(simple_get)
+{
+    struct http_request r = EXPECT_OK("GET /index.html?a=1&b HTTP/1.1\r\nHost: example.com\r\n\r\n");
+    ck_assert_int_eq(r.method, HTTP_GET);
+    ck_assert(slice_is(r.method_name, "GET"));
+    ck_assert(slice_is(r.target, "/index.html?a=1&b"));
+    ck_assert_int_eq(r.target_form, HTTP_TARGET_ORIGIN);
+    ck_assert(slice_is(r.path, "/index.html"));
+    ck_assert(slice_is(r.query, "a=1&b"));
+    ck_assert(slice_is(r.host, "example.com"));
+    ck_assert_uint_eq(r.version_major, 1);
+    ck_assert_uint_eq(r.version_minor, 1);
+    ck_assert_int_eq(r.keep_alive, 1);
+    ck_assert_int_eq(r.has_body, 0);
+    ck_assert_int_eq(r.chunked, 0);
+    ck_assert_int_eq(r.content_length, 0);
+    ck_assert_int_eq(r.expect_continue, 0);
+    ck_assert_uint_eq(r.header_count, 1);
+    ck_assert(slice_is(r.range, NULL));
+}
+END_TEST
+
+START_TEST(query_absent_and_empty)
+{
+    struct http_request r = EXPECT_OK("GET /a HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert(r.query.p == NULL);
+    r = EXPECT_OK("GET /a? HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert(r.query.p != NULL);
+    ck_assert_uint_eq(r.query.len, 0);
+    ck_assert(slice_is(r.path, "/a"));
+    r = EXPECT_OK("GET /a?b?c HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert(slice_is(r.path, "/a"));
+    ck_assert(slice_is(r.query, "b?c"));
+}
+END_TEST
+
+START_TEST(incomplete)
+{
+    expect_incomplete("");
+    expect_incomplete("G");
+    expect_incomplete("GET / HTTP/1.1\r");
+    expect_incomplete("GET / HTTP/1.1\r\nHost: h\r\n");
+    expect_incomplete("GET / HTTP/1.1\r\nHost: h\r\n\r");
+    expect_incomplete("\r\n\r\n");
+}
+END_TEST
+
+START_TEST(leading_empty_lines)
+{
+    const char *s = "\r\n\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    struct http_request r = EXPECT_OK(s);
+    ck_assert_int_eq(r.method, HTTP_GET);
+    /* Leading empty lines count toward max_head. */
+    struct http_limits lim = { 64, 32, 8 };
+    char buf[64];
+    strcpy(buf, "\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"); /* 6 + 27 = 33 bytes */
+    ck_assert_uint_eq(strlen(buf), 33);
+    expect_status_lim(buf, strlen(buf), &lim, 431, __LINE__);
+    lim.max_head = 33;
+    expect_ok_lim(buf, strlen(buf), &lim, __LINE__);
+    /* Nothing but empty lines up to the limit is 431, never an endless INCOMPLETE. */
+    expect_status_lim("\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n", 32, &(struct http_limits){ 64, 32, 8 },
+                      431, __LINE__);
+}
+END_TEST
+
+START_TEST(bare_lf_accepted)
+{
+    struct http_request r = EXPECT_OK("GET /x HTTP/1.1\nHost: h\nUser-Agent: u\n\n");
+    ck_assert(slice_is(r.path, "/x"));
+    ck_assert(slice_is(r.user_agent, "u"));
+    r = EXPECT_OK("GET /x HTTP/1.1\r\nHost: h\n\r\n");
+    ck_assert(slice_is(r.host, "h"));
+}
+END_TEST
+
+START_TEST(bare_cr_rejected)
+{
+    EXPECT_STATUS("\rGET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /\r HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\rHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX: a\rb\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\n\r\r\n", 400);
+}
+END_TEST
+
+START_TEST(request_line_syntax)
+{
+    EXPECT_STATUS("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /  HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET\t/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /\tHTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS(" GET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1 extra\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET\r\n\r\n", 400);
+    EXPECT_STATUS("GET \r\n\r\n", 400);
+    /* HTTP/0.9: no version */
+    EXPECT_STATUS("GET /\r\n", 400);
+    EXPECT_STATUS("GET /index.html\r\n\r\n", 400);
+    /* method must be a token */
+    EXPECT_STATUS("G(ET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("G\"T / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("\x01GET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET\x80 / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS_N("G\0T / HTTP/1.1\r\nHost: h\r\n\r\n", 29, 400);
+}
+END_TEST
+
+START_TEST(methods)
+{
+    static const struct { const char *name; enum http_method m; } table[] = {
+        { "GET", HTTP_GET }, { "HEAD", HTTP_HEAD }, { "POST", HTTP_POST }, { "PUT", HTTP_PUT },
+        { "DELETE", HTTP_DELETE }, { "OPTIONS", HTTP_OPTIONS }, { "TRACE", HTTP_TRACE }, { "PATCH", HTTP_PATCH },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s / HTTP/1.1\r\nHost: h\r\n\r\n", table[i].name);
+        struct http_request r = expect_ok_lim(buf, strlen(buf), &LIM, __LINE__);
+        ck_assert_int_eq(r.method, table[i].m);
+        ck_assert_str_eq(http_method_name(table[i].m), table[i].name);
+    }
+    struct http_request r = EXPECT_OK("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+    ck_assert_int_eq(r.method, HTTP_CONNECT);
+    ck_assert_str_eq(http_method_name(HTTP_CONNECT), "CONNECT");
+    ck_assert_ptr_null(http_method_name(HTTP_METHOD_UNKNOWN));
+    ck_assert_ptr_null(http_method_name((enum http_method)99));
+}
+END_TEST
+
+START_TEST(unknown_method_501)
+{
+    struct http_request r;
+    size_t hl;
+    int st;
+    const char *s = "BREW /pot HTTP/1.1\r\nHost: h\r\n\r\n";
+    ck_assert_int_eq(http_parse_request(s, strlen(s), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(st, 501);
+    ck_assert_int_eq(r.method, HTTP_METHOD_UNKNOWN);
+    ck_assert(slice_is(r.method_name, "BREW"));
+    ck_assert_uint_eq(r.version_major, 1);
+    /* methods are case-sensitive: lower-case is a different, unknown, method */
+    EXPECT_STATUS("get / HTTP/1.1\r\nHost: h\r\n\r\n", 501);
+    EXPECT_STATUS("GETX / HTTP/1.1\r\nHost: h\r\n\r\n", 501);
+    /* 501 is reported as soon as the request line is complete */
+    EXPECT_STATUS("M-SEARCH * HTTP/1.1\r\n", 400); /* '*' only for OPTIONS */
+    EXPECT_STATUS("M-SEARCH / HTTP/1.1\r\n", 501);
+    /* a malformed line with an unknown method is 400, not 501 */
+    EXPECT_STATUS("BREW  / HTTP/1.1\r\n", 400);
+    EXPECT_STATUS("BREW / HTTP/1.x\r\n", 400);
+}
+END_TEST
+
+START_TEST(request_line_length)
+{
+    /* LIM.max_request_line == 64 */
+    char buf[256];
+    /* "GET /" + pad + " HTTP/1.1": 5 + pad + 9 */
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "GET /");
+    memset(buf + 5, 'a', 50);
+    strcpy(buf + 55, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert_uint_eq(strcspn(buf, "\r"), 64);
+    expect_ok_lim(buf, strlen(buf), &LIM, __LINE__);
+
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "GET /");
+    memset(buf + 5, 'a', 51);
+    strcpy(buf + 56, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert_uint_eq(strcspn(buf, "\r"), 65);
+    EXPECT_STATUS(buf, 414);
+    /* not yet terminated but already too long */
+    buf[65] = '\0';
+    EXPECT_STATUS(buf, 414);
+    buf[64] = '\0';
+    expect_incomplete(buf);
+    /* bare LF terminator counts the same */
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "GET /");
+    memset(buf + 5, 'a', 50);
+    strcpy(buf + 55, " HTTP/1.1\nHost: h\n\n");
+    expect_ok_lim(buf, strlen(buf), &LIM, __LINE__);
+}
+END_TEST
+
+START_TEST(versions)
+{
+    struct http_request r = EXPECT_OK("GET / HTTP/1.0\r\n\r\n");
+    ck_assert_uint_eq(r.version_minor, 0);
+    r = EXPECT_OK("GET / HTTP/1.2\r\nHost: h\r\n\r\n");
+    ck_assert_uint_eq(r.version_major, 1);
+    ck_assert_uint_eq(r.version_minor, 1);
+    ck_assert_int_eq(r.keep_alive, 1);
+    r = EXPECT_OK("GET / HTTP/1.9\r\nHost: h\r\n\r\n");
+    ck_assert_uint_eq(r.version_minor, 1);
+
+    struct http_request e;
+    size_t hl;
+    int st;
+    const char *s = "GET / HTTP/2.0\r\nHost: h\r\n\r\n";
+    ck_assert_int_eq(http_parse_request(s, strlen(s), &LIM, &e, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(st, 505);
+    ck_assert_uint_eq(e.version_major, 2);
+    ck_assert_int_eq(e.method, HTTP_GET);
+    EXPECT_STATUS("GET / HTTP/0.9\r\n\r\n", 505);
+    EXPECT_STATUS("GET / HTTP/0.0\r\n\r\n", 505);
+    EXPECT_STATUS("GET / HTTP/3.0\r\n\r\n", 505);
+    EXPECT_STATUS("GET / HTTP/9.9\r\n\r\n", 505);
+    EXPECT_STATUS("GET / http/1.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / Http/1.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.10\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/10.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/a.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1,1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTPS/1.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1x\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/2\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(absolute_form)
+{
+    struct http_request r = EXPECT_OK("GET http://Example.COM:8080/a/b?x=1 HTTP/1.1\r\nHost: other\r\n\r\n");
+    ck_assert_int_eq(r.target_form, HTTP_TARGET_ABSOLUTE);
+    ck_assert(slice_is(r.host, "Example.COM:8080"));
+    ck_assert(slice_is(r.path, "/a/b"));
+    ck_assert(slice_is(r.query, "x=1"));
+    r = EXPECT_OK("GET HTTPS://h HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert(slice_is(r.host, "h"));
+    ck_assert(slice_is(r.path, "/"));
+    ck_assert(r.query.p == NULL);
+    r = EXPECT_OK("GET hTtP://h?q HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert(slice_is(r.path, "/"));
+    ck_assert(slice_is(r.query, "q"));
+    r = EXPECT_OK("GET http://[::1]:80/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    ck_assert(slice_is(r.host, "[::1]:80"));
+    /* Host header order does not matter: authority wins even if Host comes first */
+    r = EXPECT_OK("GET http://a/ HTTP/1.1\r\nHost: b\r\n\r\n");
+    ck_assert(slice_is(r.host, "a"));
+    /* HTTP/1.0 absolute-form without Host */
+    r = EXPECT_OK("GET http://a/p HTTP/1.0\r\n\r\n");
+    ck_assert(slice_is(r.host, "a"));
+
+    EXPECT_STATUS("GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://:80/p HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://h:x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://h:/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://h:65536/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://[zz]/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://h<x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http:/h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    /* absolute-form still needs a valid Host in HTTP/1.1 */
+    EXPECT_STATUS("GET http://a/ HTTP/1.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://a/ HTTP/1.1\r\nHost: b c\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(other_target_forms)
+{
+    struct http_request r = EXPECT_OK("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert_int_eq(r.target_form, HTTP_TARGET_ASTERISK);
+    ck_assert(r.path.p == NULL);
+    EXPECT_STATUS("GET * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("OPTIONS *x HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+
+    r = EXPECT_OK("CONNECT h.example:443 HTTP/1.1\r\nHost: h.example:443\r\n\r\n");
+    ck_assert_int_eq(r.target_form, HTTP_TARGET_AUTHORITY);
+    ck_assert(slice_is(r.target, "h.example:443"));
+    ck_assert(r.path.p == NULL);
+    ck_assert(slice_is(r.host, "h.example:443"));
+    r = EXPECT_OK("CONNECT [2001:db8::1]:443 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert_int_eq(r.target_form, HTTP_TARGET_AUTHORITY);
+    EXPECT_STATUS("CONNECT h.example HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("CONNECT / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("CONNECT http://h:443/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET h.example:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(target_bytes)
+{
+    EXPECT_STATUS("GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /a\x7f HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /a\x80 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /\xc3\xa9 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /a\xff HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS_N("GET /a\0 HTTP/1.1\r\nHost: h\r\n\r\n", 30, 400);
+    EXPECT_STATUS("GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET /a?q#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    /* percent-encoded forms are left for path_normalize */
+    struct http_request r = EXPECT_OK("GET /%C3%A9%00%2e%2e|{} HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert(slice_is(r.path, "/%C3%A9%00%2e%2e|{}"));
+}
+END_TEST
+
+START_TEST(header_syntax)
+{
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n  folded\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n\tfolded\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\n Host: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost\t: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\n: empty-name\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX(A): v\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX\x80: v\r\n\r\n", 400);
+    EXPECT_STATUS_N("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n", 34, 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX: a\x01" "b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX: a\x1f\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX: a\x7f\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX: a\x0b\r\n\r\n", 400);
+
+    /* obs-text, HTAB and inner SP are fine; OWS is trimmed on both sides */
+    struct http_request r =
+        EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: \t caf\xc3\xa9 \x80\xff\tx \t \r\nX-Empty:\r\nX-Sp:   \r\n\r\n");
+    ck_assert(slice_is(r.user_agent, "caf\xc3\xa9 \x80\xff\tx"));
+    ck_assert_uint_eq(r.header_count, 4);
+    /* name matching is case-insensitive */
+    r = EXPECT_OK("GET / HTTP/1.1\r\nhOST: h\r\nuSeR-aGeNt:ua\r\nREFERER: http://r/\r\n\r\n");
+    ck_assert(slice_is(r.host, "h"));
+    ck_assert(slice_is(r.user_agent, "ua"));
+    ck_assert(slice_is(r.referer, "http://r/"));
+}
+END_TEST
+
+START_TEST(head_size_limit)
+{
+    /* LIM.max_head == 512. Build a head of exactly 512 bytes, then 513. */
+    char buf[700];
+    const char *start = "GET / HTTP/1.1\r\nHost: h\r\nX: ";
+    size_t fixed = strlen(start) + 4; /* value + "\r\n\r\n" */
+    strcpy(buf, start);
+    memset(buf + strlen(start), 'v', 512 - fixed);
+    strcpy(buf + 512 - 4, "\r\n\r\n");
+    ck_assert_uint_eq(strlen(buf), 512);
+    expect_ok_lim(buf, 512, &LIM, __LINE__);
+
+    strcpy(buf, start);
+    memset(buf + strlen(start), 'v', 513 - fixed);
+    strcpy(buf + 513 - 4, "\r\n\r\n");
+    ck_assert_uint_eq(strlen(buf), 513);
+    EXPECT_STATUS(buf, 431);
+    /* the same when the caller has only max_head bytes so far */
+    EXPECT_STATUS_N(buf, 512, 431);
+    /* fewer than max_head bytes and no end yet: keep reading */
+    struct http_request r;
+    size_t hl;
+    int st;
+    ck_assert_int_eq(http_parse_request(buf, 511, &LIM, &r, &hl, &st), HTTP_PARSE_INCOMPLETE);
+
+    /* a request line that is short but never ends and fills max_head: 431 */
+    struct http_limits lim = { 30, 40, 8 };
+    expect_status_lim("GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 40, &lim, 414, __LINE__);
+    lim.max_request_line = 100;
+    expect_status_lim("GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 40, &lim, 431, __LINE__);
+    /* head complete but beyond max_head while more bytes are buffered: still 431 */
+    lim = (struct http_limits){ 64, 26, 8 };
+    expect_status_lim("GET / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\n", 43, &lim, 431, __LINE__);
+    lim.max_head = 27;
+    expect_ok_lim("GET / HTTP/1.1\r\nHost: h\r\n\r\n", 27, &lim, __LINE__);
+    struct http_request r2;
+    ck_assert_int_eq(http_parse_request("GET / HTTP/1.1\r\nHost: h\r\n\r\nGET", 30, &lim, &r2, &hl, &st), HTTP_PARSE_OK);
+    ck_assert_uint_eq(hl, 27);
+}
+END_TEST
+
+START_TEST(header_count_limit)
+{
+    /* LIM.max_headers == 8 */
+    char buf[400] = "GET / HTTP/1.1\r\nHost: h\r\n";
+    for (int i = 0; i < 7; i++)
+        strcat(buf, "X-A: b\r\n");
+    strcat(buf, "\r\n");
+    struct http_request r = expect_ok_lim(buf, strlen(buf), &LIM, __LINE__);
+    ck_assert_uint_eq(r.header_count, 8);
+    buf[strlen(buf) - 2] = '\0';
+    strcat(buf, "X-A: b\r\n\r\n");
+    EXPECT_STATUS(buf, 431);
+}
+END_TEST
+
+START_TEST(host_rules)
+{
+    EXPECT_STATUS("GET / HTTP/1.1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.0\r\nHost: h\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost:\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost:   \r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a\\b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: ..\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a..b\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:123456\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:65536\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:8a\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:80:80\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: :80\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: [fe80::1%25eth0]\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h%zz\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.0\r\nHost: a b\r\n\r\n", 400);
+
+    struct http_request r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h:65535\r\n\r\n");
+    ck_assert(slice_is(r.host, "h:65535"));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
+    ck_assert(slice_is(r.host, "[::1]:8080"));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: [::ffff:1.2.3.4]\r\n\r\n");
+    ck_assert(slice_is(r.host, "[::ffff:1.2.3.4]"));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: 192.0.2.1:80\r\n\r\n");
+    ck_assert(slice_is(r.host, "192.0.2.1:80"));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: Sub_Dom-1.Example.com.\r\n\r\n");
+    ck_assert(slice_is(r.host, "Sub_Dom-1.Example.com."));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: xn--caf-dma%41.example\r\n\r\n");
+    r = EXPECT_OK("GET / HTTP/1.0\r\n\r\n");
+    ck_assert(r.host.p == NULL);
+    r = EXPECT_OK("GET / HTTP/1.0\r\nHost: h\r\n\r\n");
+    ck_assert(slice_is(r.host, "h"));
+}
+END_TEST
+
+START_TEST(content_length)
+{
+    struct http_request r = EXPECT_OK("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n");
+    ck_assert_uint_eq(r.content_length, 10);
+    ck_assert_int_eq(r.has_body, 1);
+    ck_assert_int_eq(r.chunked, 0);
+    r = EXPECT_OK("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    ck_assert_int_eq(r.has_body, 0);
+    r = EXPECT_OK("POST /u HTTP/1.1\r\nHost: h\r\ncontent-length:  007 \r\n\r\n");
+    ck_assert_uint_eq(r.content_length, 7);
+    r = EXPECT_OK("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 4611686018427387904\r\n\r\n");
+    ck_assert_uint_eq(r.content_length, UINT64_C(1) << 62);
+
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 4611686018427387905\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551615\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551616\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999999999\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: \r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 0x10\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 1 2\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 5,5\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 5, 5\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(transfer_encoding)
+{
+    struct http_request r = EXPECT_OK("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+    ck_assert_int_eq(r.chunked, 1);
+    ck_assert_int_eq(r.has_body, 1);
+    r = EXPECT_OK("POST /u HTTP/1.1\r\nHost: h\r\ntransfer-encoding:  CHUNKED \r\n\r\n");
+    ck_assert_int_eq(r.chunked, 1);
+
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", 501);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunkedx\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\x0b\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked,\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ,chunked\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
+    EXPECT_STATUS("POST /u HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
+    /* 400 beats 501 when both apply */
+    EXPECT_STATUS("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 1\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(connection_keep_alive)
+{
+    struct http_request r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 1);
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 0);
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nConnection: Keep-Alive, CLOSE\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 0);
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nConnection: close\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 0);
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nConnection: closed, xclose\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 1);
+    r = EXPECT_OK("GET / HTTP/1.0\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 0);
+    r = EXPECT_OK("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 1);
+    r = EXPECT_OK("GET / HTTP/1.0\r\nConnection: foo,,  KEEP-ALIVE  \r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 1);
+    r = EXPECT_OK("GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 0);
+    r = EXPECT_OK("GET / HTTP/1.0\r\nConnection: close, keep-alive\r\n\r\n");
+    ck_assert_int_eq(r.keep_alive, 0);
+}
+END_TEST
+
+START_TEST(expect_header)
+{
+    struct http_request r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-Continue\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.0\r\nExpect: 100-continue\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 0);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue, x\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect:\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nExpect: foo\r\n\r\n", 417);
+    /* a framing error is reported before the failed expectation */
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: foo\r\nContent-Length: x\r\n\r\n", 400);
+}
+END_TEST
+
+START_TEST(first_occurrence_kept)
+{
+    struct http_limits lim = { 64, 512, 16 };
+    const char *s =
+        "GET / HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\nRange: bytes=5-6\r\nIf-Range: \"a\"\r\nIf-Range: \"b\"\r\n"
+        "If-Match: \"m\"\r\nIf-None-Match: W/\"n\"\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+        "If-Unmodified-Since: x\r\n\r\n";
+    struct http_request r = expect_ok_lim(s, strlen(s), &lim, __LINE__);
+    ck_assert(slice_is(r.range, "bytes=0-1"));
+    ck_assert(slice_is(r.if_range, "\"a\""));
+    ck_assert(slice_is(r.if_match, "\"m\""));
+    ck_assert(slice_is(r.if_none_match, "W/\"n\""));
+    ck_assert(slice_is(r.if_modified_since, "Sun, 06 Nov 1994 08:49:37 GMT"));
+    ck_assert(slice_is(r.if_unmodified_since, "x"));
+    ck_assert(slice_is(r.user_agent, NULL));
+    ck_assert(slice_is(r.referer, NULL));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nRange:\r\n\r\n");
+    ck_assert(r.range.p != NULL);
+    ck_assert_uint_eq(r.range.len, 0);
+}
+END_TEST
+
+START_TEST(pipelined)
+{
+    const char *s = "GET /one HTTP/1.1\r\nHost: h\r\n\r\nGET /two HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /th";
+    struct http_request r;
+    size_t hl, off = 0;
+    int st;
+    ck_assert_int_eq(http_parse_request(s, strlen(s), &LIM, &r, &hl, &st), HTTP_PARSE_OK);
+    ck_assert_uint_eq(hl, strlen("GET /one HTTP/1.1\r\nHost: h\r\n\r\n"));
+    ck_assert(slice_is(r.path, "/one"));
+    off += hl;
+    ck_assert_int_eq(http_parse_request(s + off, strlen(s) - off, &LIM, &r, &hl, &st), HTTP_PARSE_OK);
+    ck_assert_uint_eq(hl, strlen("GET /two HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+    ck_assert(slice_is(r.path, "/two"));
+    ck_assert_int_eq(r.keep_alive, 0);
+    off += hl;
+    ck_assert_int_eq(http_parse_request(s + off, strlen(s) - off, &LIM, &r, &hl, &st), HTTP_PARSE_INCOMPLETE);
+    ck_assert_str_eq(s + off, "GET /th");
+
+    /* body bytes after the head are not part of head_len */
+    const char *b = "POST / HTTP/1.1\nHost: h\nContent-Length: 5\n\nhello";
+    ck_assert_int_eq(http_parse_request(b, strlen(b), &LIM, &r, &hl, &st), HTTP_PARSE_OK);
+    ck_assert_str_eq(b + hl, "hello");
+}
+END_TEST
+
+START_TEST(must_close)
+{
+    static const int close_codes[] = { 400, 408, 411, 413, 414, 417, 431, 501, 505 };
+    static const int keep_codes[] = { 200, 206, 304, 403, 404, 405, 412, 416, 500 };
+    for (size_t i = 0; i < sizeof close_codes / sizeof close_codes[0]; i++)
+        ck_assert_int_eq(http_error_must_close(close_codes[i]), 1);
+    for (size_t i = 0; i < sizeof keep_codes / sizeof keep_codes[0]; i++)
+        ck_assert_int_eq(http_error_must_close(keep_codes[i]), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("http_parse");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, simple_get);
+    tcase_add_test(tc, query_absent_and_empty);
+    tcase_add_test(tc, incomplete);
+    tcase_add_test(tc, leading_empty_lines);
+    tcase_add_test(tc, bare_lf_accepted);
+    tcase_add_test(tc, bare_cr_rejected);
+    tcase_add_test(tc, request_line_syntax);
+    tcase_add_test(tc, methods);
+    tcase_add_test(tc, unknown_method_501);
+    tcase_add_test(tc, request_line_length);
+    tcase_add_test(tc, versions);
+    tcase_add_test(tc, absolute_form);
+    tcase_add_test(tc, other_target_forms);
+    tcase_add_test(tc, target_bytes);
+    tcase_add_test(tc, header_syntax);
+    tcase_add_test(tc, head_size_limit);
+    tcase_add_test(tc, header_count_limit);
+    tcase_add_test(tc, host_rules);
+    tcase_add_test(tc, content_length);
+    tcase_add_test(tc, transfer_encoding);
+    tcase_add_test(tc, connection_keep_alive);
+    tcase_add_test(tc, expect_header);
+    tcase_add_test(tc, first_occurrence_kept);
+    tcase_add_test(tc, pipelined);
+    tcase_add_test(tc, must_close);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,95 @@
+/* check_mime.c: loading mime.types and looking types up by extension. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mime.h"
+
+static char path[] = "/tmp/cowd-mime-XXXXXX";
+
+static void write_types(const char *text)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    ck_assert_int_eq(mime_load(path), 0);
+    unlink(path);
+    strcpy(path, "/tmp/cowd-mime-XXXXXX");
+}
+
+#define TYPE(name) mime_type_for((name), strlen(name))
+
+START_TEST(looks_up_by_last_extension_case_insensitively)
+{
+    write_types("# comment\ntext/html html htm\nimage/png png\n\napplication/gzip gz # trailing\n"
+                "text/css\tcss\n");
+    ck_assert_uint_eq(mime_count(), 5);
+    ck_assert_str_eq(TYPE("/index.html"), "text/html");
+    ck_assert_str_eq(TYPE("/a/b.HTM"), "text/html");
+    ck_assert_str_eq(TYPE("/x.tar.gz"), "application/gzip");
+    ck_assert_str_eq(TYPE("/style.css"), "text/css");
+    ck_assert_str_eq(TYPE("/logo.PnG"), "image/png");
+}
+END_TEST
+
+START_TEST(unknown_or_missing_extension_is_octet_stream)
+{
+    write_types("text/html html\n");
+    ck_assert_str_eq(TYPE("/README"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/file."), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/dir.html/file"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/x.unknownext"), "application/octet-stream");
+    ck_assert_str_eq(TYPE(""), "application/octet-stream");
+}
+END_TEST
+
+START_TEST(later_lines_win_and_reload_replaces)
+{
+    write_types("text/plain txt\ntext/x-other txt\n");
+    ck_assert_str_eq(TYPE("/a.txt"), "text/x-other");
+    write_types("application/json json\n");
+    ck_assert_str_eq(TYPE("/a.txt"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/a.json"), "application/json");
+}
+END_TEST
+
+START_TEST(bundled_file_has_the_web_types)
+{
+    const char *bundled = getenv("COWD_SRCDIR");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/conf/mime.types", bundled != NULL ? bundled : ".");
+    ck_assert_int_eq(mime_load(p), 0);
+    ck_assert_str_eq(TYPE("/index.html"), "text/html");
+    ck_assert_str_eq(TYPE("/style.css"), "text/css");
+    ck_assert_str_eq(TYPE("/app.js"), "text/javascript");
+    ck_assert_str_eq(TYPE("/logo.png"), "image/png");
+    ck_assert_str_eq(TYPE("/pic.svg"), "image/svg+xml");
+    ck_assert_str_eq(TYPE("/data.json"), "application/json");
+}
+END_TEST
+
+START_TEST(missing_file_fails)
+{
+    ck_assert_int_eq(mime_load("/nonexistent/mime.types"), -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mime");
+    TCase *tc = tcase_create("mime");
+    tcase_add_test(tc, looks_up_by_last_extension_case_insensitively);
+    tcase_add_test(tc, unknown_or_missing_extension_is_octet_stream);
+    tcase_add_test(tc, later_lines_win_and_reload_replaces);
+    tcase_add_test(tc, bundled_file_has_the_web_types);
+    tcase_add_test(tc, missing_file_fails);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
