@@ -1,6 +1,15 @@
 /* acceptor.c: the accept thread.  Takes a message from the depot's pool
  * before accepting, so that an exhausted pool stops accepting (back-pressure
- * into the kernel's listen queue) instead of piling up descriptors. */
+ * into the kernel's listen queue) instead of piling up descriptors.
+ *
+ * Stopping (graceful shutdown): acceptor_stop() makes a private pipe
+ * readable; every accept thread waits on its listen socket and that pipe,
+ * so each wakes, closes its listen socket and returns.  Nothing is shut
+ * down on the socket itself: several workers may share it.
+ *
+ * Several workers sharing one listen socket all wake when it becomes
+ * readable (the Pth scheduler polls it); the losers' accept4 returns EAGAIN
+ * and they wait again.  n_empty counts those empty wake-ups. */
 #include "acceptor.h"
 
 #include <errno.h>
@@ -16,6 +25,41 @@
 #include "log.h"
 
 struct acceptor_arg { int fd; struct depot *d; };
+
+static int stop_pipe[2] = { -1, -1 };
+static int stopping;
+static unsigned long n_accepted, n_empty;
+
+static int stop_pipe_init(void)
+{
+    if (stop_pipe[0] >= 0)
+        return 0;
+    if (pipe(stop_pipe) < 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (fcntl(stop_pipe[i], F_SETFD, FD_CLOEXEC) < 0 ||
+            fcntl(stop_pipe[i], F_SETFL, O_NONBLOCK) < 0)
+            return -1;
+    return 0;
+}
+
+int acceptor_stop(void)
+{
+    stopping = 1;
+    if (stop_pipe[1] < 0)
+        return 0;
+    while (write(stop_pipe[1], "s", 1) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return 0;
+}
+
+void acceptor_stats(unsigned long *accepted, unsigned long *empty_wakeups)
+{
+    *accepted = n_accepted;
+    *empty_wakeups = n_empty;
+}
 
 static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *len)
 {
@@ -34,23 +78,32 @@ static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *le
 
 void acceptor_run(int lfd, struct depot *d)
 {
-    struct io_waiter w;
     unsigned long emfile_count = 0;
     int one = 1;
 
-    if (io_waiter_init(&w) < 0) {
+    if (stop_pipe_init() < 0) {
+        log_errno(LOG_ERROR, "acceptor: cannot create the stop pipe");
+        return;
+    }
+    pth_event_t ev_listen = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
+    pth_event_t ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, stop_pipe[0]);
+    if (ev_listen == NULL || ev_stop == NULL) {
         log_errno(LOG_ERROR, "acceptor: cannot create wait events");
         return;
     }
-    for (;;) {
+    pth_event_concat(ev_listen, ev_stop, NULL);
+    while (!stopping) {
         struct depot_msg *m = depot_msg_take(d, 1);
-        int fd;
-        for (;;) {
+        int fd = -1, woke = 0;
+        while (!stopping) {
             fd = accept_nonblock(lfd, &m->peer, &m->peer_len);
             if (fd >= 0)
                 break;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                io_wait(&w, lfd, 0, NULL);
+                if (woke)
+                    n_empty++;      /* readable, but another process took it */
+                pth_wait(ev_listen);
+                woke = 1;
             } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* out of descriptors or memory: back off instead of spinning */
                 if (emfile_count++ % 100 == 0)
@@ -61,11 +114,18 @@ void acceptor_run(int lfd, struct depot *d)
                 pth_nap(pth_time(0, 10000));
             }
         }
+        if (fd < 0) {
+            depot_msg_return(d, m);
+            break;
+        }
+        n_accepted++;
         if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 && errno != EOPNOTSUPP)
             log_errno(LOG_DEBUG, "TCP_NODELAY on accepted socket");
         m->fd = fd;
         depot_submit(d, m);
     }
+    pth_event_free(ev_listen, PTH_FREE_ALL);
+    close(lfd);
 }
 
 static void *acceptor_main(void *arg)

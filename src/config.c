@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,9 @@ static void config_defaults(void)
     cfg.cache_entries = 4096;
     cfg.cache_validate = 1;
     cfg.sendfile_min = 64 * 1024;
+    cfg.workers = 1;
+    cfg.shutdown_timeout = 10;
+    cfg.log_format = 1;                  /* combined */
 }
 
 enum {
@@ -46,7 +50,9 @@ enum {
     OPT_MIME, OPT_ERROR_LOG, OPT_LOG_LEVEL, OPT_STACK, OPT_KA_REQ, OPT_KA_TIMEOUT,
     OPT_HDR_TIMEOUT, OPT_BODY_TIMEOUT, OPT_SEND_TIMEOUT, OPT_MAX_URI, OPT_MAX_HDR_SIZE,
     OPT_MAX_HEADERS, OPT_MAX_RANGES, OPT_MAX_BODY, OPT_BACKLOG, OPT_VERSION,
-    OPT_MAX_CONN, OPT_CACHE_SIZE, OPT_CACHE_ENTRIES, OPT_CACHE_VALIDATE, OPT_SENDFILE_MIN
+    OPT_MAX_CONN, OPT_CACHE_SIZE, OPT_CACHE_ENTRIES, OPT_CACHE_VALIDATE, OPT_SENDFILE_MIN,
+    OPT_WORKERS, OPT_REUSEPORT, OPT_SHUTDOWN_TIMEOUT, OPT_ACCESS_LOG, OPT_LOG_FORMAT,
+    OPT_DAEMON, OPT_PID_FILE, OPT_USER, OPT_GROUP, OPT_CHROOT
 };
 
 static const struct option options[] = {
@@ -77,6 +83,16 @@ static const struct option options[] = {
     { "cache-entries",          required_argument, NULL, OPT_CACHE_ENTRIES },
     { "cache-validate",         required_argument, NULL, OPT_CACHE_VALIDATE },
     { "sendfile-min",           required_argument, NULL, OPT_SENDFILE_MIN },
+    { "workers",                required_argument, NULL, OPT_WORKERS },
+    { "reuseport",              no_argument,       NULL, OPT_REUSEPORT },
+    { "shutdown-timeout",       required_argument, NULL, OPT_SHUTDOWN_TIMEOUT },
+    { "access-log",             required_argument, NULL, OPT_ACCESS_LOG },
+    { "log-format",             required_argument, NULL, OPT_LOG_FORMAT },
+    { "daemon",                 no_argument,       NULL, OPT_DAEMON },
+    { "pid-file",               required_argument, NULL, OPT_PID_FILE },
+    { "user",                   required_argument, NULL, OPT_USER },
+    { "group",                  required_argument, NULL, OPT_GROUP },
+    { "chroot",                 required_argument, NULL, OPT_CHROOT },
     { "help",                   no_argument,       NULL, 'h' },
     { "version",                no_argument,       NULL, OPT_VERSION },
     { NULL, 0, NULL, 0 }
@@ -117,6 +133,18 @@ void config_usage(FILE *out)
 "      --cache-entries N        file cache: most files cached (default 4096; 0 = no cache)\n"
 "      --cache-validate SEC     file cache: stat a cached file at most this often (default 1)\n"
 "      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 64k)\n"
+"      --workers N              worker processes under a supervising master\n"
+"                               (default 1; 0 = one per CPU)\n"
+"      --reuseport              give each worker its own SO_REUSEPORT listen socket\n"
+"      --shutdown-timeout SEC   time a stopping worker lets requests finish (default 10)\n"
+"      --access-log FILE        access log (default: none)\n"
+"      --log-format FORMAT      access log format: common or combined (default combined)\n"
+"      --daemon                 detach from the terminal (needs --error-log)\n"
+"      --pid-file FILE          write the master's process id to FILE\n"
+"      --user USER              workers run as USER when started as root (default nobody)\n"
+"      --group GROUP            workers run as GROUP (default: USER's group; nogroup\n"
+"                               for nobody)\n"
+"      --chroot DIR             workers chroot to DIR; --root is then inside DIR\n"
 "  -h, --help                   show this help and exit\n"
 "      --version                show the version and exit\n"
 "\n"
@@ -239,6 +267,27 @@ int config_parse(int argc, char **argv)
         case OPT_CACHE_ENTRIES: NUM(cache_entries, 0, 10000000, 0); break;
         case OPT_CACHE_VALIDATE: NUM(cache_validate, 0, 86400, 0); break;
         case OPT_SENDFILE_MIN: NUM(sendfile_min, 0, 1ULL << 40, 1); break;
+        case OPT_WORKERS: NUM(workers, 0, 1024, 0); break;
+        case OPT_REUSEPORT:
+#ifdef SO_REUSEPORT
+            cfg.reuseport = 1;
+            break;
+#else
+            fprintf(stderr, "cowd: --reuseport: this system has no SO_REUSEPORT\n");
+            return -1;
+#endif
+        case OPT_SHUTDOWN_TIMEOUT: NUM(shutdown_timeout, 0, 86400, 0); break;
+        case OPT_ACCESS_LOG: cfg.access_log = optarg; break;
+        case OPT_LOG_FORMAT:
+            if (strcmp(optarg, "common") == 0) cfg.log_format = 0;
+            else if (strcmp(optarg, "combined") == 0) cfg.log_format = 1;
+            else return bad("log-format", optarg, "must be common or combined");
+            break;
+        case OPT_DAEMON: cfg.foreground = 0; break;
+        case OPT_PID_FILE: cfg.pid_file = optarg; break;
+        case OPT_USER: cfg.user = optarg; break;
+        case OPT_GROUP: cfg.group = optarg; break;
+        case OPT_CHROOT: cfg.chroot_dir = optarg; break;
         case 'h': config_usage(stdout); return 1;
         case OPT_VERSION:
             printf("cowd %s (GNU Pth 2.0.7 patched, %s backend)\n", PACKAGE_VERSION, COWD_BACKEND);
@@ -254,6 +303,14 @@ int config_parse(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "cowd: unexpected argument '%s' (see cowd --help)\n", argv[optind]);
         return -1;
+    }
+    if (!cfg.foreground && cfg.error_log == NULL) {
+        fprintf(stderr, "cowd: --daemon needs --error-log FILE (standard error goes to /dev/null)\n");
+        return -1;
+    }
+    if (cfg.workers == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg.workers = n > 0 ? (unsigned)(n > 1024 ? 1024 : n) : 1;
     }
     if (cfg.max_uri > cfg.max_header_size)
         cfg.max_uri = cfg.max_header_size;

@@ -37,6 +37,15 @@ struct config {
     unsigned    cache_entries;      /* file cache: entries */
     unsigned    cache_validate;     /* file cache: seconds between stat() of an entry */
     size_t      sendfile_min;       /* bodies at least this big go out with sendfile */
+    /* processes, daemon, logs (issue 6) */
+    unsigned    workers;            /* worker processes (0 on the command line = one per CPU) */
+    int         reuseport;          /* one SO_REUSEPORT socket per worker */
+    unsigned    shutdown_timeout;   /* seconds a stopping worker waits for its connections */
+    const char *access_log;         /* NULL: no access log */
+    int         log_format;         /* ACCESSLOG_COMMON or ACCESSLOG_COMBINED */
+    const char *pid_file;
+    const char *user, *group;       /* workers' credentials when started as root */
+    const char *chroot_dir;
 };
 
 extern struct config cfg;

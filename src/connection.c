@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "accesslog.h"
 #include "chunked.h"
 #include "config.h"
 #include "log.h"
@@ -18,6 +19,8 @@
  * buffer.  Bodies larger than this go out with sendfile. */
 #define CONN_SCRATCH_SIZE (64 * 1024)
 #define CONN_OUT_SIZE 8192
+
+int conn_stopping;
 
 void *conn_create(unsigned index, void *arg)
 {
@@ -75,22 +78,45 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
     }
 }
 
-/* Drops n body bytes: first those already buffered, then from the socket. */
+/* Reading a request body must not touch c->in beyond consuming what is
+ * already buffered there: req's slices (path, host, Range, validators...)
+ * point into the request head in that buffer, and the request is served
+ * only after its body is gone.  So body bytes still in the socket are
+ * received into c->scratch, which is idle until the request is served. */
+
+/* recv(2) into c->scratch, waiting (and meanwhile sending responses the
+ * client may be waiting for) when nothing has arrived.  flags 0 or MSG_PEEK.
+ * >0 bytes, 0 end of stream, -1 error or body_timeout without progress. */
+static ssize_t body_recv(struct conn *c, size_t len, int flags)
+{
+    struct timeval deadline;
+    io_deadline(&deadline, cfg.body_timeout);
+    for (;;) {
+        ssize_t n = recv(c->fd, c->scratch, len, flags | MSG_DONTWAIT);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (buff_flush(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
+            return -1;
+    }
+}
+
+/* Drops n body bytes: first those already buffered, then exactly the rest
+ * from the socket, so a pipelined request behind the body stays there. */
 static int discard_bytes(struct conn *c, uint64_t n)
 {
+    size_t have = c->in_end - c->in_start;
+    size_t take = have < n ? have : (size_t)n;
+    c->in_start += take;
+    n -= take;
     while (n > 0) {
-        size_t have = c->in_end - c->in_start;
-        if (have > 0) {
-            size_t take = have < n ? have : (size_t)n;
-            c->in_start += take;
-            n -= take;
-            continue;
-        }
-        struct timeval deadline;
-        io_deadline(&deadline, cfg.body_timeout);
-        c->in_start = c->in_end = 0;
-        if (read_more(c, &deadline) != READ_OK)
+        ssize_t got = body_recv(c, n < c->scratch_cap ? (size_t)n : c->scratch_cap, 0);
+        if (got <= 0)
             return -1;
+        n -= (uint64_t)got;
     }
     return 0;
 }
@@ -106,25 +132,32 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
     }
     struct chunked_state cs;
     chunked_init(&cs);
-    uint64_t data = 0;
+    uint64_t data = 0;          /* running total of data bytes, as chunked_feed reports it */
+    size_t consumed = 0;
+    enum chunked_result r = chunked_feed(&cs, c->in + c->in_start, c->in_end - c->in_start,
+                                         &consumed, &data);
+    c->in_start += consumed;
     for (;;) {
-        size_t consumed = 0;
-        uint64_t got = 0;
-        enum chunked_result r = chunked_feed(&cs, c->in + c->in_start, c->in_end - c->in_start,
-                                             &consumed, &got);
-        c->in_start += consumed;
-        data += got;
         if (r == CHUNKED_ERROR)
             return 400;
         if (data > cfg.max_body_discard)
             return 413;
         if (r == CHUNKED_DONE)
             return 0;
-        struct timeval deadline;
-        io_deadline(&deadline, cfg.body_timeout);
-        c->in_start = c->in_end = 0;
-        if (read_more(c, &deadline) != READ_OK)
+        /* Where the body ends is known only after decoding: peek, decode,
+         * then take from the socket just the bytes the body used. */
+        ssize_t n = body_recv(c, c->scratch_cap, MSG_PEEK);
+        if (n <= 0)
             return -1;
+        r = chunked_feed(&cs, c->scratch, (size_t)n, &consumed, &data);
+        if (r == CHUNKED_ERROR)
+            return 400;
+        while (consumed > 0) {
+            ssize_t got = body_recv(c, consumed, 0);
+            if (got <= 0)
+                return -1;
+            consumed -= (size_t)got;
+        }
     }
 }
 
@@ -221,6 +254,8 @@ void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_
          * next request; once a byte arrives the head must be complete
          * within header_timeout (total, not per read: slowloris). */
         int started = c->in_end > c->in_start;
+        if (conn_stopping && c->requests > 0 && !started)
+            break;                  /* graceful stop: no waiting for another request */
         io_deadline(&deadline, started || c->requests == 0 ? cfg.header_timeout
                                                            : cfg.keepalive_timeout);
         for (;;) {
@@ -231,7 +266,9 @@ void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_
                 if (pr != HTTP_PARSE_INCOMPLETE)
                     break;
             }
+            c->idle = !started && c->requests > 0;
             enum read_result rr = read_more(c, &deadline);
+            c->idle = 0;
             if (rr == READ_OK) {
                 if (!started) {
                     started = 1;
@@ -249,13 +286,18 @@ void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_
             goto done;
         }
         if (pr == HTTP_PARSE_ERROR) {
+            uint64_t mark = accesslog_mark(c);
             answer_parse_error(c, &req, status);
+            accesslog_request(c, &req, mark);
             goto done;
         }
         c->in_start += head_len;
         c->requests++;
-        c->close_after = !req.keep_alive || c->requests >= cfg.max_keepalive_requests;
+        c->close_after = !req.keep_alive || c->requests >= cfg.max_keepalive_requests ||
+                         conn_stopping;
+        uint64_t mark = accesslog_mark(c);
         handle_request(c, &req);
+        accesslog_request(c, &req, mark);
         if (c->out.failed) {
             graceful = 0;
             break;

@@ -35,7 +35,13 @@ struct conn {
     unsigned requests;          /* on this connection */
     int close_after;            /* this response ends the connection */
     int status;                 /* of the response being sent */
+    int idle;                   /* waiting for the next request on a kept-alive
+                                   connection (a graceful stop may end the wait) */
 };
+
+/* Graceful stop (set by the worker): responses say Connection: close and
+ * kept-alive connections are not waited on any more. */
+extern int conn_stopping;
 
 /* depot_ctx_fn: builds handler i's connection state (NULL on failure). */
 void *conn_create(unsigned index, void *arg);

@@ -99,6 +99,11 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
 
 int listen_open(const char *spec, int backlog)
 {
+    return listen_open_reuseport(spec, backlog, 0);
+}
+
+int listen_open_reuseport(const char *spec, int backlog, int reuseport)
+{
     struct sockaddr_storage ss;
     socklen_t len;
     char why[160];
@@ -115,6 +120,19 @@ int listen_open(const char *spec, int backlog)
     }
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
         log_errno(LOG_WARN, "listen %s: SO_REUSEADDR", spec);
+    if (reuseport) {
+#ifdef SO_REUSEPORT
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
+            log_errno(LOG_ERROR, "listen %s: SO_REUSEPORT", spec);
+            close(fd);
+            return -1;
+        }
+#else
+        log_msg(LOG_ERROR, "listen %s: SO_REUSEPORT is not supported on this system", spec);
+        close(fd);
+        return -1;
+#endif
+    }
     if (ss.ss_family == AF_INET6 &&
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
         log_errno(LOG_WARN, "listen %s: IPV6_V6ONLY", spec);

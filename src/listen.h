@@ -10,5 +10,9 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
                  char *why, size_t why_len);
 /* Opens a non-blocking, close-on-exec listening socket; -1 (logged) on error. */
 int listen_open(const char *spec, int backlog);
+/* The same; with reuseport, SO_REUSEPORT is set before bind, so that several
+ * such sockets (one per worker) share the address and the kernel spreads
+ * connections among them.  Fails if the system lacks SO_REUSEPORT. */
+int listen_open_reuseport(const char *spec, int backlog, int reuseport);
 
 #endif

@@ -49,7 +49,7 @@ if (have_bars) {
     set style histogram clustered gap 1
     set style fill solid 0.85 border -1
     set boxwidth 0.9
-    set xtics rotate by -20 nomirror
+    set xtics norotate nomirror
     set xrange [*:*]
     set yrange [0:*]
     set xlabel 'workload:file'

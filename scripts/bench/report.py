@@ -60,6 +60,14 @@ def server_rank(s):
     return ORDER.index(s) if s in ORDER else len(ORDER)
 
 
+LABEL_ORDER = ["f2k", "f12k", "f64k", "f2k-close", "mix", "f12k+idle"]
+
+
+def label_rank(key):
+    label = key[1]
+    return (LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER), label)
+
+
 def read_csv(name):
     path = os.path.join(OUT, name)
     if not os.path.exists(path):
@@ -94,6 +102,8 @@ def summarize_runs(rows):
             m["cpu_per_1k"] = median(cpk)
             m["per_cpu_s"] = 1000 / m["cpu_per_1k"] if m["cpu_per_1k"] else None
             m["rss_mib"] = median([fnum(r["rss_kb"], 0) / 1024 for r in good])
+            m["cpu_pct"] = median([100 * fnum(r["cpu_s"], 0) / fnum(r["duration_s"])
+                                   for r in good])
             details = [r["err_detail"] for r in good if int(fnum(r["errors"], 0)) > 0]
             if details:
                 m["note"] = "; ".join(filter(None, [m["note"], details[0]]))
@@ -169,7 +179,11 @@ def main():
     md = ["# cowd benchmark results", ""]
     md.append(f"Mode **{env.get('mode', '?')}**, {env.get('date', '')}; {env.get('host', '')}.")
     md.append(f"Pinning: {env.get('pinning', '?')}. wrk {env.get('wrk', '?')}; "
-              f"sweep: {env.get('sweep', '?')}; RLIMIT_NOFILE {env.get('rlimit_nofile', '?')}.")
+              f"sweep: {env.get('sweep', '?')}; RLIMIT_NOFILE {env.get('rlimit_nofile', '?')}; "
+              f"load average at start {env.get('loadavg_start', '?')}, at end "
+              f"{env.get('loadavg_end', '?')} (other work on the machine skews results).")
+    if env.get("cowd") and "version.cowd" in env:
+        md.append(f"- cowd settings: {env['cowd']}")
     for k, v in env.items():
         if k.startswith("version."):
             md.append(f"- {k[8:]}: {v}")
@@ -179,7 +193,11 @@ def main():
     md.append("Columns: replies/s = successful (2xx) replies per second; errors = all "
               "client-seen errors; latency from the load generator (httperf: average "
               "reply time, no p99); CPU = server process tree utime+stime from /proc; "
-              "ratios compare cowd with the best peer (nginx, lighttpd, h2o) on each metric.")
+              "server CPU % = that CPU time over the run's duration (a closed-loop run "
+              "well under 100 % means the server was starved by other work on its core, "
+              "or the client was the limit); ratios compare cowd with the best peer "
+              "(nginx, lighttpd, h2o) on each metric. Replies per CPU-second is the "
+              "figure least disturbed by other load on the machine.")
     md.append("")
 
     summary_rows = []
@@ -234,7 +252,7 @@ def main():
         if not labels:
             continue
         md += [f"## {WL_TITLES[wl]}", ""]
-        for key in sorted(labels, key=lambda k: k[1]):
+        for key in sorted(labels, key=label_rank):
             per = runs[key]
             label = key[1]
             if label == "-":  # start_for() records a failed start this way
@@ -246,13 +264,14 @@ def main():
             md.append(f"**{label}**")
             md.append("")
             md.append("| server | replies/s | errors | latency avg ms | latency p99 ms | "
-                      "CPU s / 1k replies | replies / CPU s | RSS MiB | runs | note |")
-            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+                      "CPU s / 1k replies | replies / CPU s | server CPU % | RSS MiB | runs | note |")
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for s in sorted(per, key=server_rank):
                 m = per[s]
                 md.append(f"| {s} | {fmt(m.get('rps'))} | {m.get('errors', '–')} | "
                           f"{fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
                           f"{fmt(m.get('cpu_per_1k'), 3)} | {fmt(m.get('per_cpu_s'))} | "
+                          f"{fmt(m.get('cpu_pct'))} | "
                           f"{fmt(m.get('rss_mib'), 1)} | {m['reps']} | {m['note']} |")
                 summary_rows.append((wl, label, s, m))
             md += ["", ratio_line(per), ""]

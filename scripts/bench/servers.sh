@@ -19,7 +19,11 @@
 #                     CoW paper's thread pool)
 #   COWD_THREADS_IDLE cowd --threads for workload e (default 11264: one
 #                     handler per connection needs > 10,000 idle + 50 active)
-#   COWD_FLAGS        extra cowd flags, word-split
+#   COWD_FLAGS        extra cowd flags, word-split (added last, so they win
+#                     over the equivalence flags below if cowd takes the last)
+# cowd also gets --max-keepalive-requests 1000000, --keepalive-timeout 120,
+# --header-timeout 120 and --max-connections MAX_CONNS when its --help lists
+# them (the peers' equivalent settings).
 # The pseudo-server "cowd+log" is cowd with --access-log DIR/access.log
 # (the --log mode), available only if cowd --help mentions --access-log.
 #   MAX_CONNS         connection limit given to the peers (default 30000)
@@ -46,8 +50,21 @@ server_available() {
 }
 
 # cowd_has_flag FLAG: does cowd's --help mention FLAG?
+COWD_HELP=
 cowd_has_flag() {
-    timeout 5 "$COWD_BIN" --help 2>&1 | grep -q -e "$1"
+    [ -n "$COWD_HELP" ] || COWD_HELP=$(timeout 5 "$COWD_BIN" --help 2>&1)
+    grep -q -e "$1" <<<"$COWD_HELP"
+}
+
+# cowd_equiv_flags: the settings the peers get too (keep-alive limits and
+# timeouts far above the test, connection limit), for the flags this cowd
+# build has; one word a line.
+cowd_equiv_flags() {
+    cowd_has_flag --max-keepalive-requests && printf '%s\n' --max-keepalive-requests 1000000
+    cowd_has_flag --keepalive-timeout && printf '%s\n' --keepalive-timeout 120
+    cowd_has_flag --header-timeout && printf '%s\n' --header-timeout 120
+    cowd_has_flag --max-connections && printf '%s\n' --max-connections "$MAX_CONNS"
+    return 0
 }
 
 server_version() {
@@ -163,6 +180,7 @@ server_cmd() {
                   [ "$mode" = idle ] && threads=$COWD_THREADS_IDLE
                   printf '%s\n' "$COWD_BIN" --listen "127.0.0.1:$port" \
                       --root "$doc" --foreground --threads "$threads"
+                  cowd_equiv_flags
                   [ "$name" = cowd+log ] && printf '%s\n' --access-log "$d/access.log"
                   # shellcheck disable=SC2086
                   [ -n "${COWD_FLAGS:-}" ] && printf '%s\n' $COWD_FLAGS

@@ -203,7 +203,8 @@ workload_e() {
     fi
     rss1=$(rss_now)
     log "  $server e: $ready; server RSS $((rss0 / 1024)) -> $((rss1 / 1024)) MiB"
-    local ok=${ready#*ok=}; ok=${ok%% *} note
+    local ok note
+    ok=${ready#*ok=}; ok=${ok%% *}
     note="idle served=$ok/$IDLE_CONNS rss+$(((rss1 - rss0) / 1024))MiB"
     [ "$server" = lighttpd ] && [ -n "${FD_NOTE:-}" ] &&
         note="$note; lighttpd capped at max-fds/2=$((MAX_FDS / 2)) connections"

@@ -1,0 +1,260 @@
+/* accesslog.c: the access log: formatting, per-worker buffering, flushing,
+ * reopening.  See accesslog.h for the buffering rules. */
+#include "accesslog.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pth.h>
+
+#include "log.h"
+
+#define AL_BUF_SIZE   (64 * 1024)
+#define AL_FIELD_MAX  2048          /* escaped bytes kept of one field */
+#define AL_LINE_MAX   (4 * AL_FIELD_MAX + 256)   /* longest possible line */
+
+int accesslog_fd = -1;
+static const char *al_path;
+static int al_format = ACCESSLOG_COMBINED;
+static char *al_buf;
+static size_t al_len;
+static time_t al_errors_logged;     /* last time a write error was logged */
+
+static time_t al_second = -1;
+static char al_time[40];            /* "[10/Oct/2000:13:55:36 -0700]" */
+static size_t al_time_len;
+
+int accesslog_open(const char *path, int format)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return -1;
+    tzset();                        /* before any chroot hides /etc/localtime */
+    al_path = path;
+    al_format = format;
+    accesslog_fd = fd;
+    return 0;
+}
+
+int accesslog_chown(uid_t uid, gid_t gid)
+{
+    if (accesslog_fd < 0)
+        return 0;
+    return fchown(accesslog_fd, uid, gid);
+}
+
+static void write_all(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(accesslog_fd, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        time_t now = time(NULL);
+        if (now - al_errors_logged >= 60) {     /* disk full: say so, not per line */
+            al_errors_logged = now;
+            log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost", al_path, n);
+        }
+        return;
+    }
+}
+
+void accesslog_flush(void)
+{
+    if (al_len > 0 && accesslog_fd >= 0)
+        write_all(al_buf, al_len);
+    al_len = 0;
+}
+
+int accesslog_reopen(void)
+{
+    if (accesslog_fd < 0)
+        return 0;
+    int fd = open(al_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        log_errno(LOG_ERROR, "cannot reopen access log %s (still writing to the old file)", al_path);
+        return -1;
+    }
+    accesslog_flush();
+    close(accesslog_fd);
+    accesslog_fd = fd;
+    return 0;
+}
+
+static void *flush_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pth_nap(pth_time(1, 0));
+        accesslog_flush();
+    }
+    return NULL;
+}
+
+int accesslog_start(void)
+{
+    if (accesslog_fd < 0)
+        return 0;
+    al_buf = malloc(AL_BUF_SIZE);
+    if (al_buf == NULL) {
+        log_errno(LOG_ERROR, "access log: cannot allocate its %d-byte buffer", AL_BUF_SIZE);
+        return -1;
+    }
+    pth_attr_t attr = pth_attr_new();
+    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
+    pth_attr_set(attr, PTH_ATTR_NAME, "accesslog");
+    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)(32 * 1024));
+    pth_t t = pth_spawn(attr, flush_main, NULL);
+    pth_attr_destroy(attr);
+    if (t == NULL) {
+        log_errno(LOG_ERROR, "access log: cannot start the flush thread");
+        return -1;
+    }
+    return 0;
+}
+
+/* "[dd/Mon/yyyy:HH:MM:SS +zzzz]" in local time, rebuilt once a second. */
+static void update_time(void)
+{
+    time_t now = time(NULL);
+    if (now == al_second)
+        return;
+    struct tm tm;
+    localtime_r(&now, &tm);
+    size_t n = strftime(al_time, sizeof al_time, "[%d/%b/%Y:%H:%M:%S %z]", &tm);
+    al_time_len = n;
+    al_second = now;
+}
+
+/* Appends s escaped: '"', '\\', control bytes and bytes >= 0x7f become \xHH
+ * (so a client cannot forge log lines or fields); at most AL_FIELD_MAX bytes. */
+static char *put_escaped(char *o, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *limit = o + AL_FIELD_MAX - 4;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (o >= limit) {
+            memcpy(o, "...", 3);
+            return o + 3;
+        }
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[ch >> 4];
+            *o++ = hex[ch & 15];
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    return o;
+}
+
+static char *put_quoted_or_dash(char *o, struct http_slice v)
+{
+    *o++ = '"';
+    if (v.p == NULL || v.len == 0)
+        *o++ = '-';
+    else
+        o = put_escaped(o, v.p, v.len);
+    *o++ = '"';
+    return o;
+}
+
+static char *put_u64(char *o, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0)
+        *o++ = tmp[--n];
+    return o;
+}
+
+static char *put_peer(char *o, const struct sockaddr_storage *ss)
+{
+    const void *addr = NULL;
+    int family = ss->ss_family;
+    if (family == AF_INET) {
+        addr = &((const struct sockaddr_in *)ss)->sin_addr;
+    } else if (family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a6)) {       /* ::ffff:1.2.3.4 is logged as 1.2.3.4 */
+            addr = &a6->s6_addr[12];
+            family = AF_INET;
+        } else {
+            addr = a6;
+        }
+    }
+    if (addr == NULL || inet_ntop(family, addr, o, INET6_ADDRSTRLEN) == NULL) {
+        *o = '-';
+        return o + 1;
+    }
+    return o + strlen(o);
+}
+
+void accesslog_write(const struct conn *c, const struct http_request *req, uint64_t mark)
+{
+    if (al_buf == NULL)
+        return;
+    if (AL_BUF_SIZE - al_len < AL_LINE_MAX)
+        accesslog_flush();
+    update_time();
+
+    char *o = al_buf + al_len;
+    o = put_peer(o, &c->peer);
+    memcpy(o, " - - ", 5);
+    o += 5;
+    memcpy(o, al_time, al_time_len);
+    o += al_time_len;
+    *o++ = ' ';
+    *o++ = '"';
+    if (req != NULL && req->method_name.p != NULL && req->target.p != NULL) {
+        o = put_escaped(o, req->method_name.p, req->method_name.len);
+        *o++ = ' ';
+        o = put_escaped(o, req->target.p, req->target.len);
+        if (req->version_major != 0) {
+            memcpy(o, " HTTP/", 6);
+            o += 6;
+            *o++ = (char)('0' + req->version_major % 10);
+            *o++ = '.';
+            *o++ = (char)('0' + req->version_minor % 10);
+        }
+    } else {
+        *o++ = '-';
+    }
+    *o++ = '"';
+    *o++ = ' ';
+    int st = c->status;
+    if (st < 100 || st > 999)
+        st = 0;
+    *o++ = (char)('0' + st / 100);
+    *o++ = (char)('0' + st / 10 % 10);
+    *o++ = (char)('0' + st % 10);
+    *o++ = ' ';
+    uint64_t now = c->out.bytes_sent + c->out.len;
+    o = put_u64(o, now >= mark ? now - mark : 0);
+    if (al_format == ACCESSLOG_COMBINED) {
+        struct http_slice none = { NULL, 0 };
+        *o++ = ' ';
+        o = put_quoted_or_dash(o, req != NULL ? req->referer : none);
+        *o++ = ' ';
+        o = put_quoted_or_dash(o, req != NULL ? req->user_agent : none);
+    }
+    *o++ = '\n';
+    al_len = (size_t)(o - al_buf);
+}

@@ -1,0 +1,18 @@
+/* daemon.h: detaching from the terminal (--daemon) and the pid file. */
+#ifndef COWD_DAEMON_H
+#define COWD_DAEMON_H
+
+/* Forks; the parent waits until the child calls daemon_ready() (exit 0) or
+ * exits without doing so (exit 1), so that `cowd --daemon` returns only once
+ * the server runs.  The child: new session, cwd /, standard input and output
+ * on /dev/null (standard error too: the error log must be a file by then).
+ * 0 in the child, -1 (logged) on failure. */
+int daemon_detach(void);
+/* Tells the waiting parent that start-up succeeded (no-op if not detached). */
+void daemon_ready(void);
+
+/* Writes getpid() to path (0, or -1 logged); daemon_remove_pid_file() at exit. */
+int daemon_write_pid_file(const char *path);
+void daemon_remove_pid_file(void);
+
+#endif

@@ -1,0 +1,132 @@
+/* privileges.c: choosing and dropping the workers' credentials, and chroot. */
+#include "privileges.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+static int lookup_group(const char *name, gid_t *gid)
+{
+    errno = 0;
+    struct group *gr = getgrnam(name);
+    if (gr == NULL)
+        return -1;
+    *gid = gr->gr_gid;
+    return 0;
+}
+
+int privileges_resolve(struct privileges *p)
+{
+    memset(p, 0, sizeof *p);
+    p->chroot_dir = cfg.chroot_dir;
+    if (geteuid() != 0) {
+        if (cfg.chroot_dir != NULL) {
+            log_msg(LOG_ERROR, "--chroot %s needs cowd to be started as root", cfg.chroot_dir);
+            return -1;
+        }
+        if (cfg.user != NULL) {
+            struct passwd *pw = getpwnam(cfg.user);
+            if (pw == NULL || pw->pw_uid != geteuid()) {
+                log_msg(LOG_ERROR, "--user %s needs cowd to be started as root", cfg.user);
+                return -1;
+            }
+        }
+        if (cfg.group != NULL) {
+            gid_t g;
+            if (lookup_group(cfg.group, &g) < 0 || g != getegid()) {
+                log_msg(LOG_ERROR, "--group %s needs cowd to be started as root", cfg.group);
+                return -1;
+            }
+        }
+        return 0;
+    }
+
+    const char *user = cfg.user != NULL ? cfg.user : "nobody";
+    struct passwd *pw = getpwnam(user);
+    if (pw == NULL) {
+        log_msg(LOG_ERROR, "--user %s: no such user%s", user,
+                cfg.user == NULL ? " (started as root, cowd runs its workers as nobody; "
+                                   "give --user)" : "");
+        return -1;
+    }
+    p->uid = pw->pw_uid;
+    p->gid = pw->pw_gid;
+    snprintf(p->user, sizeof p->user, "%s", user);
+    const char *group = cfg.group;
+    if (group == NULL && cfg.user == NULL) {
+        /* like nginx: nobody's group is nogroup (Debian) or nobody (BSD, Red Hat) */
+        gid_t g;
+        if (lookup_group("nogroup", &g) == 0)
+            group = "nogroup";
+        else if (lookup_group("nobody", &g) == 0)
+            group = "nobody";
+    }
+    if (group != NULL) {
+        if (lookup_group(group, &p->gid) < 0) {
+            log_msg(LOG_ERROR, "--group %s: no such group", group);
+            return -1;
+        }
+        snprintf(p->group, sizeof p->group, "%s", group);
+    } else {
+        struct group *gr = getgrgid(p->gid);
+        snprintf(p->group, sizeof p->group, "%s", gr != NULL ? gr->gr_name : "?");
+    }
+    if (p->uid == 0 && cfg.user != NULL) {
+        log_msg(LOG_WARN, "workers keep running as root (--user %s)", cfg.user);
+        p->drop = cfg.group != NULL;    /* --user root --group G: only the group changes */
+        return 0;
+    }
+    p->drop = 1;
+    if (cfg.user == NULL)
+        log_msg(LOG_INFO, "started as root without --user: workers run as %s:%s",
+                p->user, p->group);
+    return 0;
+}
+
+int privileges_chroot(const struct privileges *p)
+{
+    if (p->chroot_dir == NULL)
+        return 0;
+    if (chroot(p->chroot_dir) < 0) {
+        log_errno(LOG_ERROR, "chroot %s", p->chroot_dir);
+        return -1;
+    }
+    if (chdir("/") < 0) {
+        log_errno(LOG_ERROR, "chdir / inside the chroot %s", p->chroot_dir);
+        return -1;
+    }
+    return 0;
+}
+
+int privileges_drop(const struct privileges *p)
+{
+    if (!p->drop)
+        return 0;
+    if (setgroups(1, &p->gid) < 0) {
+        log_errno(LOG_ERROR, "setgroups(%s)", p->group);
+        return -1;
+    }
+    if (setgid(p->gid) < 0) {
+        log_errno(LOG_ERROR, "setgid(%s)", p->group);
+        return -1;
+    }
+    if (setuid(p->uid) < 0) {
+        log_errno(LOG_ERROR, "setuid(%s)", p->user);
+        return -1;
+    }
+    if (p->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
+        log_msg(LOG_ERROR, "privileges: root could be regained after setuid(%s)", p->user);
+        return -1;
+    }
+    if (p->uid != 0 && getgid() != 0 && (setgid(0) == 0 || setegid(0) == 0)) {
+        log_msg(LOG_ERROR, "privileges: group root could be regained after setgid(%s)", p->group);
+        return -1;
+    }
+    return 0;
+}

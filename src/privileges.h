@@ -1,0 +1,28 @@
+/* privileges.h: the workers' credentials: which user and group they run as
+ * (decided once in the master), the optional chroot, and dropping root for
+ * good in a worker after its sockets and logs are open. */
+#ifndef COWD_PRIVILEGES_H
+#define COWD_PRIVILEGES_H
+
+#include <sys/types.h>
+
+struct privileges {
+    int drop;                   /* started as root and not asked to stay root */
+    uid_t uid;
+    gid_t gid;
+    char user[64], group[64];
+    const char *chroot_dir;     /* NULL: none */
+};
+
+/* Master, at start-up, from cfg.user/group/chroot_dir.  Started as root
+ * without --user the workers become nobody (and nogroup), said once in the
+ * error log; --user root keeps root.  Not root: --user/--group must name the
+ * current credentials and --chroot is refused.  0, or -1 (logged). */
+int privileges_resolve(struct privileges *p);
+/* Worker: chroot(2) and chdir("/") if asked.  0, or -1 (logged). */
+int privileges_chroot(const struct privileges *p);
+/* Worker: setgroups, setgid, setuid, then checks that root cannot be
+ * regained.  0, or -1 (logged). */
+int privileges_drop(const struct privileges *p);
+
+#endif

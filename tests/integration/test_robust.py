@@ -1,0 +1,211 @@
+"""Robustness: half-closed and resetting clients, silent clients, many connections."""
+
+import socket
+import struct
+import threading
+import time
+
+from cowdtest import BIG_SIZE, HELLO, NUMBERED, Conn, TestFailure, check, eq, request, test
+
+
+@test("robust: half-closed client still receives the full response")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n3.txt") + request("GET", "/n4.txt"))
+        c.sock.shutdown(socket.SHUT_WR)
+        eq(c.response().body, NUMBERED[3], "first")
+        eq(c.response().body, NUMBERED[4], "second")
+        c.expect_closed()
+
+
+@test("robust: half-closed client with Connection: close")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/data.bin", ["Connection: close"]))
+        c.sock.shutdown(socket.SHUT_WR)
+        r = c.response()
+        eq(r.status, 200, "status")
+        eq(len(r.body), 1000, "body length")
+        c.expect_closed()
+
+
+@test("robust: half-closed client receives a big file completely")
+def _(srv):
+    with srv.conn(timeout=20) as c:
+        c.send(request("GET", "/big.bin"))
+        c.sock.shutdown(socket.SHUT_WR)
+        r = c.response()
+        eq(r.status, 200, "status")
+        eq(len(r.body), BIG_SIZE, "length")
+        blk = srv.root.big_block
+        check(r.body[:len(blk)] == blk and r.body[-len(blk):] == blk, "content")
+
+
+@test("robust: client resetting mid-transfer of a 20 MB file does not disturb others")
+def _(srv):
+    errors = []
+    stop = threading.Event()
+
+    def other():
+        try:
+            c = srv.conn()
+            n = 0
+            while not stop.is_set():
+                c.send(request("GET", "/n%d.txt" % (n % 10)))
+                r = c.response()
+                if r.body != NUMBERED[n % 10]:
+                    errors.append("wrong body on request %d" % n)
+                    return
+                n += 1
+                if r.get("Connection") == "close":     # --max-keepalive-requests reached
+                    c.expect_closed()
+                    c = srv.conn()
+            c.close()
+            if n == 0:
+                errors.append("no request served")
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append("other client: %s" % e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        for i in range(5):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            s.sendall(request("GET", "/big.bin") + request("GET", "/big.bin"))
+            got = 0
+            while got < 100000 * (i + 1):
+                d = s.recv(65536)
+                if not d:
+                    raise TestFailure("server closed early")
+                got += len(d)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()                   # RST
+            time.sleep(0.05)
+        # and a client that never reads at all, then resets
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s.sendall(request("GET", "/big.bin"))
+        time.sleep(0.3)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        t.join(10)
+    check(not errors, "; ".join(errors))
+    srv.assert_alive()
+
+
+@test("robust: a silent partial request does not block other clients")
+def _(srv):
+    silent = []
+    try:
+        for i in range(3):
+            c = srv.conn()
+            c.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\nX-Partial: ")
+            silent.append(c)
+        c = srv.conn()
+        c.send(b"G")
+        silent.append(c)
+        t0 = time.time()
+        for i in range(5):
+            r = srv.get("/n%d.txt" % i)
+            eq(r.body, NUMBERED[i], "other client %d" % i)
+        check(time.time() - t0 < 2, "other clients were slowed down (%.1fs)" % (time.time() - t0))
+    finally:
+        for c in silent:
+            c.close()
+
+
+@test("robust: --header-timeout answers 408 to a stalled head and closes", args=["--header-timeout", "1"])
+def _(srv):
+    with srv.conn() as c:
+        c.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n")
+        t0 = time.time()
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 408 Request Timeout", "status")
+        eq(r.get("Connection"), "close", "Connection")
+        c.expect_closed()
+        check(time.time() - t0 < 3, "timeout took %.1fs" % (time.time() - t0))
+    # slowloris: bytes trickling in do not extend the deadline
+    with srv.conn() as c:
+        t0 = time.time()
+        closed = False
+        c.send(b"GET /hello.txt HTTP/1.1\r\n")
+        try:
+            for i in range(40):
+                c.send(b"X-A: b\r\n")
+                time.sleep(0.1)
+        except OSError:
+            closed = True
+        if not closed:
+            r = c.response()
+            eq(r.status, 408, "slowloris status")
+        check(time.time() - t0 < 3.5, "slowloris kept the connection for %.1fs" % (time.time() - t0))
+    srv.assert_alive()
+
+
+@test("robust: idle keep-alive connection closed after --keepalive-timeout",
+      args=["--keepalive-timeout", "1"])
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/hello.txt"))
+        eq(c.response().body, HELLO, "body")
+        t0 = time.time()
+        c.expect_closed(timeout=4)
+        check(time.time() - t0 > 0.5, "closed too early")
+
+
+@test("robust: 300 concurrent connections with --threads 64 are all served", args=["--threads", "64"])
+def _(srv):
+    N = 300
+    conns = []
+    try:
+        for i in range(N):
+            c = Conn(srv.port, timeout=30)
+            conns.append(c)
+        for i, c in enumerate(conns):
+            c.send(request("GET", "/n%d.txt" % (i % 10), ["Connection: close"]))
+        results = [None] * N
+
+        def reader(lo, hi):
+            for i in range(lo, hi):
+                try:
+                    r = conns[i].response()
+                    results[i] = r.body == NUMBERED[i % 10] or "wrong body"
+                except Exception as e:   # noqa: BLE001 - reported below
+                    results[i] = str(e)
+                conns[i].close()
+
+        # several readers so that handlers are released in any order
+        ts = [threading.Thread(target=reader, args=(k * 30, (k + 1) * 30)) for k in range(N // 30)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        bad = [(i, r) for i, r in enumerate(results) if r is not True]
+        check(not bad, "%d of %d not served: %r" % (len(bad), N, bad[:3]))
+    finally:
+        for c in conns:
+            c.close()
+    srv.assert_alive()
+
+
+@test("robust: many connections opened and closed without a request", args=["--threads", "64"])
+def _(srv):
+    for i in range(200):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        if i % 2:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    srv.assert_alive()
+
+
+@test("robust: client closing right after sending a pipeline")
+def _(srv):
+    for i in range(20):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s.sendall(request("GET", "/data.bin") * 50)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    srv.assert_alive()

@@ -1,0 +1,69 @@
+"""Real clients: curl against the demo site, and a short wrk run."""
+
+import os
+import re
+import shutil
+import subprocess
+
+from cowdtest import SRCDIR, TestSkip, check, eq, test
+
+
+def demo_index():
+    with open(os.path.join(SRCDIR, "conf", "www", "index.html"), "rb") as f:
+        return f.read()
+
+
+def curl(args, timeout=20):
+    if shutil.which("curl") is None:
+        raise TestSkip("curl not installed")
+    p = subprocess.run(["curl", "-s", "-S", "--max-time", "10"] + args, capture_output=True, timeout=timeout)
+    return p
+
+
+@test("curl: GET / of the demo site is the index", demo=True)
+def _(srv):
+    p = curl(["-o", "-", "-w", "\n%{http_code}", "http://127.0.0.1:%d/" % srv.port])
+    eq(p.returncode, 0, "curl exit status (%s)" % p.stderr.decode(errors="replace"))
+    body, _, code = p.stdout.rpartition(b"\n")
+    eq(code, b"200", "status")
+    eq(body, demo_index(), "body")
+
+
+@test("curl: --http1.1 -r 0-3 gives 206", demo=True)
+def _(srv):
+    p = curl(["--http1.1", "-r", "0-3", "-D", "-", "-o", "/dev/null", "http://127.0.0.1:%d/" % srv.port])
+    eq(p.returncode, 0, "curl exit status (%s)" % p.stderr.decode(errors="replace"))
+    head = p.stdout.decode("latin-1")
+    check(head.startswith("HTTP/1.1 206 Partial Content\r\n"), "status line: %r" % head[:60])
+    size = len(demo_index())
+    check("\r\nContent-Range: bytes 0-3/%d\r\n" % size in head, "Content-Range in %r" % head)
+    p = curl(["--http1.1", "-r", "0-3", "http://127.0.0.1:%d/" % srv.port])
+    eq(p.stdout, demo_index()[:4], "body")
+
+
+@test("curl: several URLs reuse one connection", demo=True)
+def _(srv):
+    base = "http://127.0.0.1:%d" % srv.port
+    p = curl(["-v", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null",
+              base + "/", base + "/style.css", base + "/favicon.ico"])
+    eq(p.returncode, 0, "curl exit status")
+    err = p.stderr.decode(errors="replace")
+    check(len(re.findall(r"Re-?using (existing )?connection", err, re.I)) >= 2,
+          "connection not reused: %s" % err[-800:])
+
+
+@test("wrk: 2 s against a small file: no socket errors, no non-2xx", args=["--threads", "64"])
+def _(srv):
+    if shutil.which("wrk") is None:
+        raise TestSkip("wrk not installed")
+    p = subprocess.run(["wrk", "-t2", "-c32", "-d2s", "http://127.0.0.1:%d/hello.txt" % srv.port],
+                       capture_output=True, timeout=30)
+    out = p.stdout.decode(errors="replace")
+    eq(p.returncode, 0, "wrk exit status: %s" % p.stderr.decode(errors="replace"))
+    m = re.search(r"^\s*(\d+) requests in", out, re.M)
+    check(m and int(m.group(1)) > 100, "too few requests: %s" % out)
+    se = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    check(se is None or all(int(x) == 0 for x in se.groups()), "socket errors: %s" % out)
+    n2 = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    check(n2 is None or int(n2.group(1)) == 0, "non-2xx responses: %s" % out)
+    srv.assert_alive()
