@@ -93,10 +93,10 @@ void acceptor_run(int lfd, struct depot *d)
     }
     pth_event_concat(ev_listen, ev_stop, NULL);
     while (!stopping) {
-        struct depot_msg *m = depot_msg_take(d, 1);
+        struct depot_msg *m = depot_msg_take_new(d);  /* waits at --max-connections */
         int fd = -1, woke = 0;
         while (!stopping) {
-            fd = accept_nonblock(lfd, &m->peer, &m->peer_len);
+            fd = accept_nonblock(lfd, &m->conn.peer, &m->conn.peer_len);
             if (fd >= 0)
                 break;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -116,12 +116,13 @@ void acceptor_run(int lfd, struct depot *d)
         }
         if (fd < 0) {
             depot_msg_return(d, m);
+            depot_conn_closed(d);
             break;
         }
         n_accepted++;
         if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 && errno != EOPNOTSUPP)
             log_errno(LOG_DEBUG, "TCP_NODELAY on accepted socket");
-        m->fd = fd;
+        m->conn.fd = fd;
         depot_submit(d, m);
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);

@@ -12,8 +12,14 @@
 #include "chunked.h"
 #include "config.h"
 #include "log.h"
+#include "park.h"
 #include "response.h"
 #include "static_file.h"
+
+/* A handler waits this long for the next request on its connection itself
+ * (cheap: the Pth scheduler does not scan waiting threads) before it parks
+ * the connection and goes back to the pool; under pressure it parks at once. */
+#define CONN_PARK_AFTER_MS 1000
 
 /* Bytes of file body read from disk per chunk; also the directory listing
  * buffer.  Bodies larger than this go out with sendfile. */
@@ -21,6 +27,12 @@
 #define CONN_OUT_SIZE 8192
 
 int conn_stopping;
+static struct depot *conn_depot;
+
+void conn_attach_depot(struct depot *d)
+{
+    conn_depot = d;
+}
 
 void *conn_create(unsigned index, void *arg)
 {
@@ -46,11 +58,11 @@ void *conn_create(unsigned index, void *arg)
     return c;
 }
 
-enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR };
+enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR, READ_PARK };
 
 /* Reads more request bytes into the input buffer.  Pending output is flushed
  * only if the read would block: pipelined responses leave together. */
-static enum read_result read_more(struct conn *c, const struct timeval *deadline)
+static enum read_result read_more(struct conn *c, const struct timeval *deadline, int may_park)
 {
     if (c->in_start > 0) {
         memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
@@ -73,6 +85,25 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
             return READ_ERROR;
         if (buff_flush(&c->out) < 0)
             return READ_ERROR;
+        if (may_park) {
+            if (conn_depot == NULL || depot_under_pressure(conn_depot))
+                return READ_PARK;
+            struct timeval park_at;
+            gettimeofday(&park_at, NULL);
+            park_at.tv_sec += CONN_PARK_AFTER_MS / 1000;
+            park_at.tv_usec += (CONN_PARK_AFTER_MS % 1000) * 1000;
+            if (park_at.tv_usec >= 1000000) {
+                park_at.tv_sec++;
+                park_at.tv_usec -= 1000000;
+            }
+            if (timercmp(&park_at, deadline, <)) {
+                if (io_wait(&c->waiter, c->fd, 0, &park_at) == 0)
+                    continue;
+                if (errno != ETIMEDOUT)
+                    return READ_ERROR;
+                return READ_PARK;
+            }
+        }
         if (io_wait(&c->waiter, c->fd, 0, deadline) < 0)
             return errno == ETIMEDOUT ? READ_TIMEOUT : READ_ERROR;
     }
@@ -202,6 +233,13 @@ static void handle_request(struct conn *c, struct http_request *req)
             response_error(c, req, 405, "Allow", COWD_ALLOW);
             return;
         }
+        if (!req->chunked && req->content_length > cfg.max_body_discard) {
+            /* Same for a body announced too large to skip: inviting it
+             * would only make the client send what we then refuse. */
+            c->close_after = 1;
+            response_error(c, req, 413, NULL, NULL);
+            return;
+        }
         buff_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
         buff_flush(&c->out);
     }
@@ -229,18 +267,19 @@ static void handle_request(struct conn *c, struct http_request *req)
     }
 }
 
-void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_t peer_len)
+void conn_serve(void *ctx, const struct depot_conn *dc)
 {
     struct conn *c = ctx;
+    int fd = dc->fd;
     struct http_limits lim = { cfg.max_uri, cfg.max_header_size, cfg.max_headers };
     struct timeval deadline;
     int graceful = 1;
 
     c->fd = fd;
-    c->peer = *peer;
-    c->peer_len = peer_len;
+    c->peer = dc->peer;
+    c->peer_len = dc->peer_len;
     c->in_start = c->in_end = 0;
-    c->requests = 0;
+    c->requests = dc->requests;
     c->close_after = 0;
     buff_attach(&c->out, fd);
 
@@ -267,7 +306,17 @@ void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_
                     break;
             }
             c->idle = !started && c->requests > 0;
-            enum read_result rr = read_more(c, &deadline);
+            /* Waiting for the first byte of a request: park the socket
+             * instead of holding this handler thread (park.h). */
+            enum read_result rr = read_more(c, &deadline, !started && !conn_stopping);
+            if (rr == READ_PARK) {
+                c->idle = 0;
+                if (park_connection(fd, &c->peer, c->peer_len, c->requests,
+                                    c->requests == 0 ? cfg.header_timeout
+                                                     : cfg.keepalive_timeout) == 0)
+                    return;         /* the park thread owns fd now */
+                rr = read_more(c, &deadline, 0);    /* lot full: wait here */
+            }
             c->idle = 0;
             if (rr == READ_OK) {
                 if (!started) {
@@ -306,9 +355,10 @@ void conn_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_
             break;
     }
 done:
-    if (graceful && buff_flush(&c->out) == 0 && c->close_after) {
+    if (graceful && buff_flush(&c->out) == 0 && c->close_after)
         lingering_close(c);
-        return;
-    }
-    close(fd);
+    else
+        close(fd);
+    if (conn_depot != NULL)
+        depot_conn_closed(conn_depot);
 }

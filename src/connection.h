@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "buff.h"
+#include "depot.h"
 #include "http_parse.h"
 #include "io.h"
 #include "range.h"
@@ -45,8 +46,11 @@ extern int conn_stopping;
 
 /* depot_ctx_fn: builds handler i's connection state (NULL on failure). */
 void *conn_create(unsigned index, void *arg);
-/* depot_serve_fn: serves fd until it closes; closes it. */
-void conn_serve(void *conn, int fd, const struct sockaddr_storage *peer, socklen_t peer_len);
+/* The depot whose open-connection count closes are reported to. */
+void conn_attach_depot(struct depot *d);
+/* depot_serve_fn: serves the connection until it closes (then closes it)
+ * or parks it while it waits for its next request. */
+void conn_serve(void *conn, const struct depot_conn *dc);
 
 /* Reads and drops the request body announced by req (bounded by
  * cfg.max_body_discard).  0 ok, else the error status to send (then close). */

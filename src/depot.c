@@ -39,6 +39,10 @@ struct depot {
     unsigned n_backlog, max_backlog;
     unsigned long dispatched, done;
     unsigned handlers_used;
+    unsigned open_conns;
+    pth_mutex_t cap_mutex;
+    pth_cond_t cap_cond;            /* signalled when a connection closes at the cap */
+    int cap_waiting;
 };
 
 static void give(struct depot *d, struct handler *h, struct depot_msg *m)
@@ -110,9 +114,7 @@ static void *handler_main(void *arg)
         while ((pm = pth_msgport_get(h->port)) == NULL)
             pth_wait(h->ev_port);
         struct depot_msg *m = (struct depot_msg *)pm;
-        int fd = m->fd;
-        struct sockaddr_storage peer = m->peer;
-        socklen_t peer_len = m->peer_len;
+        struct depot_conn conn = m->conn;
         /* the message goes back to the pool at once: the accept thread may
          * be waiting for one */
         pth_msgport_put(d->free_port, &m->pth);
@@ -120,7 +122,7 @@ static void *handler_main(void *arg)
             h->served_any = 1;
             d->handlers_used++;
         }
-        d->cfg.serve(h->ctx, fd, &peer, peer_len);
+        d->cfg.serve(h->ctx, &conn);
     }
     return NULL;
 }
@@ -137,6 +139,8 @@ struct depot *depot_create(const struct depot_config *dc)
     d->cfg = *dc;
     d->msgs = calloc(dc->messages, sizeof *d->msgs);
     d->handlers = calloc(dc->handlers, sizeof *d->handlers);
+    pth_mutex_init(&d->cap_mutex);
+    pth_cond_init(&d->cap_cond);
     d->port = pth_msgport_create("depot");
     d->free_port = pth_msgport_create(NULL);
     if (d->msgs == NULL || d->handlers == NULL || d->port == NULL || d->free_port == NULL) {
@@ -151,7 +155,7 @@ struct depot *depot_create(const struct depot_config *dc)
     }
     for (unsigned i = 0; i < dc->messages; i++) {
         d->msgs[i].kind = DEPOT_MSG_CONN;
-        d->msgs[i].fd = -1;
+        d->msgs[i].conn.fd = -1;
         pth_msgport_put(d->free_port, &d->msgs[i].pth);
     }
 
@@ -176,7 +180,7 @@ struct depot *depot_create(const struct depot_config *dc)
         h->ev_port = h->port != NULL ? pth_event(PTH_EVENT_MSG, h->port) : NULL;
         h->done.kind = DEPOT_MSG_DONE;
         h->done.handler = h;
-        h->done.fd = -1;
+        h->done.conn.fd = -1;
         if ((dc->make_ctx != NULL && h->ctx == NULL) || h->ev_port == NULL ||
             (h->tid = pth_spawn(attr, handler_main, h)) == NULL) {
             log_errno(LOG_ERROR, "depot: cannot create handler thread %u of %u", i, dc->handlers);
@@ -197,6 +201,42 @@ struct depot_msg *depot_msg_take(struct depot *d, int wait)
         pth_wait(d->ev_free);       /* pool empty: stop accepting until one returns */
     }
     return (struct depot_msg *)pm;
+}
+
+struct depot_msg *depot_msg_take_new(struct depot *d)
+{
+    if (d->cfg.max_connections != 0 && d->open_conns >= d->cfg.max_connections) {
+        pth_mutex_acquire(&d->cap_mutex, FALSE, NULL);
+        while (d->open_conns >= d->cfg.max_connections) {
+            d->cap_waiting = 1;
+            pth_cond_await(&d->cap_cond, &d->cap_mutex, NULL);
+        }
+        pth_mutex_release(&d->cap_mutex);
+    }
+    struct depot_msg *m = depot_msg_take(d, 1);
+    m->conn.requests = 0;
+    d->open_conns++;
+    return m;
+}
+
+void depot_conn_closed(struct depot *d)
+{
+    if (d->open_conns > 0)
+        d->open_conns--;
+    if (d->cap_waiting) {
+        d->cap_waiting = 0;
+        pth_cond_notify(&d->cap_cond, TRUE);
+    }
+}
+
+unsigned depot_open_connections(const struct depot *d)
+{
+    return d->open_conns;
+}
+
+int depot_under_pressure(const struct depot *d)
+{
+    return d->n_backlog > 0 || d->n_idle == 0;
 }
 
 void depot_msg_return(struct depot *d, struct depot_msg *m)
@@ -221,6 +261,7 @@ void depot_get_stats(const struct depot *d, struct depot_stats *st)
     st->dispatched = d->dispatched;
     st->done = d->done;
     st->handlers_used = d->handlers_used;
+    st->open_connections = d->open_conns;
 }
 
 int depot_handler_index(const struct depot *d)

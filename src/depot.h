@@ -14,19 +14,25 @@ struct handler;
 
 enum depot_msg_kind { DEPOT_MSG_CONN, DEPOT_MSG_DONE };
 
+/* A connection handed to a handler: a new one, or one back from parking. */
+struct depot_conn {
+    int fd;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    unsigned requests;              /* already served on it (keep-alive cap) */
+};
+
 struct depot_msg {
     pth_message_t pth;              /* first: Pth links messages through it */
     enum depot_msg_kind kind;
-    int fd;                         /* DEPOT_MSG_CONN */
-    struct sockaddr_storage peer;
-    socklen_t peer_len;
+    struct depot_conn conn;         /* DEPOT_MSG_CONN */
     struct handler *handler;        /* DEPOT_MSG_DONE */
     struct depot_msg *backlog_next;
 };
 
-/* Serves one connection to completion; the depot closes nothing: serve owns fd. */
-typedef void (*depot_serve_fn)(void *handler_ctx, int fd,
-                               const struct sockaddr_storage *peer, socklen_t peer_len);
+/* Serves one connection until it closes or is parked; serve owns conn->fd
+ * and reports its closing with depot_conn_closed(). */
+typedef void (*depot_serve_fn)(void *handler_ctx, const struct depot_conn *conn);
 /* Builds handler i's private context (buffers etc.) once, at startup. */
 typedef void *(*depot_ctx_fn)(unsigned index, void *arg);
 
@@ -34,6 +40,7 @@ struct depot_config {
     unsigned handlers;              /* pool size */
     unsigned messages;              /* connection messages: accepted-but-unserved cap */
     size_t stack_size;
+    unsigned max_connections;       /* open client connections; 0 = no cap */
     depot_serve_fn serve;
     depot_ctx_fn make_ctx;          /* may be NULL: ctx = arg */
     void *arg;
@@ -44,15 +51,24 @@ struct depot_stats {
     unsigned max_backlog;           /* high-water mark of the depot's own queue */
     unsigned long dispatched, done;
     unsigned handlers_used;         /* distinct handlers that ever served */
+    unsigned open_connections;
 };
 
 /* Spawns the depot and the handler pool.  NULL on failure (logged). */
 struct depot *depot_create(const struct depot_config *dc);
 
-/* Accept side.  Takes a free message; when the pool is empty it waits (the
- * caller yields and stops accepting) until a handler frees one, or returns
- * NULL at once if !wait. */
+/* Takes a free message; when the pool is empty it waits (the caller yields
+ * and stops accepting) until a handler frees one, or returns NULL at once
+ * if !wait.  For connections that are already open (e.g. unparked). */
 struct depot_msg *depot_msg_take(struct depot *d, int wait);
+/* The accept thread's take: also waits while max_connections are open, and
+ * counts the connection about to be accepted as open. */
+struct depot_msg *depot_msg_take_new(struct depot *d);
+/* A client connection was closed (or never accepted after _take_new). */
+void depot_conn_closed(struct depot *d);
+unsigned depot_open_connections(const struct depot *d);
+/* Connections are waiting for a handler, or none is idle. */
+int depot_under_pressure(const struct depot *d);
 void depot_msg_return(struct depot *d, struct depot_msg *m);   /* unused message */
 void depot_submit(struct depot *d, struct depot_msg *m);
 

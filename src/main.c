@@ -1,7 +1,9 @@
-/* main.c: start-up: flags, logs, MIME table, document root, listen sockets,
- * Pth, the depot and handler pool; then the main thread becomes the accept
- * thread. */
+/* main.c: start-up of the master: flags, logs, checks that the MIME table and
+ * document root are usable, the workers' credentials, listen sockets,
+ * detaching, the pid file; then the master forks and supervises the workers
+ * (master.c), each of which runs its own Pth runtime (worker.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,17 +11,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <pth.h>
-
-#include "acceptor.h"
+#include "accesslog.h"
 #include "autoconfig.h"
 #include "config.h"
-#include "connection.h"
-#include "depot.h"
+#include "daemon.h"
 #include "listen.h"
 #include "log.h"
+#include "master.h"
 #include "mime.h"
-#include "static_file.h"
+#include "privileges.h"
 
 /* Descriptors are cheap; connections need one each, plus files being sent. */
 static void raise_fd_limit(void)
@@ -32,57 +32,100 @@ static void raise_fd_limit(void)
     }
 }
 
+/* Paths are reopened later (SIGUSR1, SIGHUP) after --daemon's chdir("/"). */
+static const char *absolute(const char *path)
+{
+    static char cwd[4096];
+    if (path == NULL || path[0] == '/')
+        return path;
+    if (cwd[0] == '\0' && getcwd(cwd, sizeof cwd) == NULL)
+        return path;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *p = malloc(n);
+    if (p == NULL)
+        return path;
+    snprintf(p, n, "%s/%s", cwd, path);
+    return p;
+}
+
 int main(int argc, char **argv)
 {
     int rc = config_parse(argc, argv);
     if (rc != 0)
         return rc > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 
+    cfg.error_log = absolute(cfg.error_log);
+    cfg.access_log = absolute(cfg.access_log);
+    cfg.pid_file = absolute(cfg.pid_file);
+    cfg.mime_types = absolute(cfg.mime_types);
+    if (cfg.chroot_dir == NULL)
+        cfg.root = absolute(cfg.root);
+
     log_set_level((enum log_level)cfg.log_level);
     if (cfg.error_log != NULL && log_open(cfg.error_log) < 0) {
         fprintf(stderr, "cowd: cannot open error log %s: %s\n", cfg.error_log, strerror(errno));
         return EXIT_FAILURE;
     }
+    if (cfg.access_log != NULL && accesslog_open(cfg.access_log, cfg.log_format) < 0) {
+        log_errno(LOG_ERROR, "cannot open access log %s", cfg.access_log);
+        return EXIT_FAILURE;
+    }
+    /* checked here so that mistakes show before detaching; each worker
+     * loads and opens them again for itself */
     if (mime_load(cfg.mime_types) < 0) {
         log_errno(LOG_ERROR, "cannot load MIME types from %s", cfg.mime_types);
         return EXIT_FAILURE;
     }
-    if (static_file_init(cfg.root) < 0)
+    if (cfg.chroot_dir == NULL) {
+        int fd = open(cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            log_errno(LOG_ERROR, "document root %s", cfg.root);
+            return EXIT_FAILURE;
+        }
+        close(fd);
+    }
+    struct privileges priv;
+    if (privileges_resolve(&priv) < 0)
         return EXIT_FAILURE;
+    if (priv.drop) {
+        /* workers reopen the logs by path on SIGUSR1, as priv.user */
+        if (cfg.error_log != NULL && chown(cfg.error_log, priv.uid, priv.gid) < 0)
+            log_errno(LOG_WARN, "cannot give error log %s to %s:%s", cfg.error_log, priv.user, priv.group);
+        if (accesslog_chown(priv.uid, priv.gid) < 0)
+            log_errno(LOG_WARN, "cannot give access log %s to %s:%s", cfg.access_log, priv.user, priv.group);
+    }
 
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
 
-    int lfds[COWD_MAX_LISTEN];
-    for (unsigned i = 0; i < cfg.n_listen; i++) {
-        lfds[i] = listen_open(cfg.listen[i], (int)cfg.backlog);
+    unsigned nsock = cfg.reuseport ? cfg.workers * cfg.n_listen : cfg.n_listen;
+    int *lfds = calloc(nsock, sizeof *lfds);
+    if (lfds == NULL) {
+        log_errno(LOG_ERROR, "out of memory for %u listen sockets", nsock);
+        return EXIT_FAILURE;
+    }
+    for (unsigned i = 0; i < nsock; i++) {
+        lfds[i] = listen_open_reuseport(cfg.listen[i % cfg.n_listen], (int)cfg.backlog, cfg.reuseport);
         if (lfds[i] < 0)
             return EXIT_FAILURE;
     }
 
-    if (!pth_init()) {
-        log_errno(LOG_ERROR, "cannot initialise GNU Pth");
+    if (!cfg.foreground && daemon_detach() < 0)
         return EXIT_FAILURE;
-    }
-    struct depot_config dc = {
-        .handlers = cfg.threads,
-        .messages = cfg.threads * 2,   /* accepted-but-waiting cap: back-pressure beyond */
-        .stack_size = cfg.stack_size,
-        .serve = conn_serve,
-        .make_ctx = conn_create,
-        .arg = NULL,
-    };
-    struct depot *d = depot_create(&dc);
-    if (d == NULL)
+    master_block_signals();
+    if (cfg.pid_file != NULL && daemon_write_pid_file(cfg.pid_file) < 0)
         return EXIT_FAILURE;
-    for (unsigned i = 1; i < cfg.n_listen; i++)
-        if (acceptor_spawn(lfds[i], d) < 0) {
-            log_errno(LOG_ERROR, "cannot start the accept thread for %s", cfg.listen[i]);
-            return EXIT_FAILURE;
-        }
     for (unsigned i = 0; i < cfg.n_listen; i++)
-        log_msg(LOG_INFO, "serving %s on http://%s/ with %u handler threads (%s backend)",
-                cfg.root, cfg.listen[i], cfg.threads, COWD_BACKEND);
-    acceptor_run(lfds[0], d);
-    return EXIT_FAILURE;
+        log_msg(LOG_INFO, "serving %s on http://%s/ with %u worker%s of %u handler threads "
+                "(%s backend%s)", cfg.root, cfg.listen[i], cfg.workers, cfg.workers == 1 ? "" : "s",
+                cfg.threads, COWD_BACKEND, cfg.reuseport ? ", SO_REUSEPORT" : "");
+    struct master_setup ms = {
+        .lfds = lfds,
+        .n_listen = cfg.n_listen,
+        .per_worker_sockets = cfg.reuseport,
+        .priv = &priv,
+    };
+    rc = master_run(&ms);
+    daemon_remove_pid_file();
+    return rc;
 }

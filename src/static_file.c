@@ -17,6 +17,7 @@
 #include "conditional.h"
 #include "date_cache.h"
 #include "config.h"
+#include "escape.h"
 #include "http_date.h"
 #include "log.h"
 #include "mime.h"
@@ -275,18 +276,21 @@ static void send_file(struct conn *c, const struct http_request *req, int fd,
         send_body(c, fd, 0, size);
 }
 
-/* 301 to the same path with a slash, keeping the query (as nginx does). */
-static void redirect_to_dir(struct conn *c, const struct http_request *req)
+/* 301 to the same path with a slash, keeping the query (as nginx does).
+ * The Location is the normalized path, percent-encoded again, not the raw
+ * target: "GET //host HTTP/1.1" (a directory "host" under the root) would
+ * otherwise redirect to "//host/", which browsers read as another host. */
+static void redirect_to_dir(struct conn *c, const struct http_request *req, const char *path,
+                            size_t path_len)
 {
-    size_t need = req->path.len + 2 + (req->query.p != NULL ? req->query.len + 1 : 0);
+    size_t enc_len = url_escape_path(path, path_len, NULL, 0);
+    size_t need = enc_len + 2 + (req->query.p != NULL ? req->query.len + 1 : 0);
     if (need > c->scratch_cap) {
         response_error(c, req, 414, NULL, NULL);
         return;
     }
     char *loc = c->scratch;
-    size_t n = 0;
-    memcpy(loc, req->path.p, req->path.len);
-    n += req->path.len;
+    size_t n = url_escape_path(path, path_len, loc, c->scratch_cap);
     loc[n++] = '/';
     if (req->query.p != NULL) {
         loc[n++] = '?';
@@ -332,7 +336,7 @@ void static_file_serve(struct conn *c, const struct http_request *req)
     if (S_ISDIR(st.st_mode)) {
         if (!trailing_slash && plen > 1) {
             close(fd);
-            redirect_to_dir(c, req);
+            redirect_to_dir(c, req, c->path, plen);
             return;
         }
         /* the index file: "a/b/index.html" beneath the root */

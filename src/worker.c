@@ -18,6 +18,7 @@
 #include "config.h"
 #include "connection.h"
 #include "depot.h"
+#include "park.h"
 #include "log.h"
 #include "mime.h"
 #include "privileges.h"
@@ -91,7 +92,10 @@ static void stop(const char *why)
     if (stop_started)
         return;
     stop_started = 1;
-    log_msg(LOG_INFO, "worker stopping (%s): %u connections in progress", why, busy());
+    struct depot_stats st;
+    depot_get_stats(depot, &st);
+    log_msg(LOG_INFO, "worker stopping (%s): %u connections in progress", why,
+            st.handlers - st.idle + st.backlog);
     conn_stopping = 1;
     if (acceptor_stop() < 0)
         log_errno(LOG_ERROR, "worker: cannot stop the accept threads; exiting now");
@@ -189,12 +193,16 @@ void worker_main(const struct worker_setup *ws)
         .handlers = cfg.threads,
         .messages = n_messages,
         .stack_size = cfg.stack_size,
+        .max_connections = cfg.max_connections,
         .serve = conn_serve,
         .make_ctx = make_ctx,
         .arg = NULL,
     };
     depot = depot_create(&dc);
     if (depot == NULL)
+        fail();
+    conn_attach_depot(depot);
+    if (park_init(depot, cfg.max_connections) < 0)
         fail();
 
     static int life_fd;

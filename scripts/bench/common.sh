@@ -26,11 +26,13 @@ proc_tree_stats() {
     "$PY" "$BENCH_DIR/proctree.py" "$1"
 }
 
-# wait_http PORT PATH SIZE [TIMEOUT_S]: wait until GET PATH on 127.0.0.1:PORT
-# returns 200 with SIZE body bytes. Returns 1 on timeout.
+# wait_http PORT PATH SIZE [TIMEOUT_S] [PID]: wait until GET PATH on
+# 127.0.0.1:PORT returns 200 with SIZE body bytes. Returns 1 on timeout,
+# 2 at once if PID is given and has exited.
 wait_http() {
-    local port=$1 path=$2 size=$3 t=${4:-10} i got
+    local port=$1 path=$2 size=$3 t=${4:-10} pid=${5:-} i got
     for ((i = 0; i < t * 10; i++)); do
+        if [ -n "$pid" ] && ! pid_alive "$pid"; then return 2; fi
         got=$(curl -s -o /dev/null -m 2 -w '%{http_code} %{size_download}' \
               "http://127.0.0.1:$port$path" 2>/dev/null) || got=
         [ "$got" = "200 $size" ] && return 0

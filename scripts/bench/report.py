@@ -184,6 +184,8 @@ def main():
               f"{env.get('loadavg_end', '?')} (other work on the machine skews results).")
     if env.get("cowd") and "version.cowd" in env:
         md.append(f"- cowd settings: {env['cowd']}")
+        if env.get("cowd_binary"):
+            md.append(f"- cowd binary (copied before the runs): {env['cowd_binary']}")
     for k, v in env.items():
         if k.startswith("version."):
             md.append(f"- {k[8:]}: {v}")

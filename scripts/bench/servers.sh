@@ -69,7 +69,7 @@ cowd_equiv_flags() {
 
 server_version() {
     case $1 in
-        cowd*)    echo "cowd $COWD_BIN (built $(date -r "$COWD_BIN" '+%F %T'))" ;;
+        cowd*)    echo "cowd ${COWD_ORIG:-$COWD_BIN} (built $(date -r "${COWD_ORIG:-$COWD_BIN}" '+%F %T'))" ;;
         nginx)    nginx -v 2>&1 | head -n1 ;;
         lighttpd) lighttpd -v 2>&1 | head -n1 ;;
         h2o)      h2o -v 2>&1 | head -n1 ;;
@@ -210,12 +210,17 @@ server_start() {
         SRV_PID=$!
         STARTED_PIDS+=("$SRV_PID")
         SRV_PORT=$port
-        if wait_http "$port" /f2k 2048 10; then
-            return 0
-        fi
-        warn "$name: did not answer on port $port (try $try); stderr tail:"
-        tail -n 5 "$d/stderr.log" "$d/error.log" 2>/dev/null | sed 's/^/    /' >&2
+        wait_http "$port" /f2k 2048 10 "$SRV_PID"
+        case $? in
+            0) return 0 ;;
+            2) warn "$name: exited at start (try $try)" ;;
+            *) warn "$name: no correct reply to GET /f2k on port $port within 10 s (try $try)" ;;
+        esac
+        cat "$d/stderr.log" "$d/error.log" 2>/dev/null | tail -n 5 | sed 's/^/    /' >&2
         stop_pid "$SRV_PID" 2
+        # retry only if the free port was taken in the meantime
+        grep -qi 'in use' "$d/stderr.log" "$d/error.log" 2>/dev/null || break
+        : >"$d/stderr.log"; : >"$d/error.log" 2>/dev/null
     done
     SRV_PID=
     return 1

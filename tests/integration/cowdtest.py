@@ -84,6 +84,9 @@ class Root:
 
     def __init__(self):
         self.tmp = tempfile.mkdtemp(prefix="cowd-it-")
+        # started as root, cowd may drop privileges: everything must stay
+        # reachable for an unprivileged user (mkdtemp makes the dir 0700)
+        os.chmod(self.tmp, 0o755)
         self.path = os.path.join(self.tmp, "root")
         self.outside = os.path.join(self.tmp, "outside")
         os.mkdir(self.path)
@@ -385,6 +388,10 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSani
                    "ERROR: ThreadSanitizer", "WARNING: MemorySanitizer")
 
 
+# the master process (if any) logs a worker that crashed and was restarted
+WORKER_DIED = re.compile(r"worker \d+ \(slot \d+\) [^\n]*(restarting it|giving up)[^\n]*")
+
+
 class Server:
     def __init__(self, root, args, root_dir=None):
         self.root = root
@@ -436,6 +443,9 @@ class Server:
             if mark in log:
                 i = log.index(mark)
                 return "sanitizer report: " + log[max(0, i - 200):i + 1500]
+        m = WORKER_DIED.search(log)
+        if m:
+            return "a worker process died: " + m.group(0)
         if self.proc is None:
             return "not started"
         rc = self.proc.poll()
@@ -443,9 +453,26 @@ class Server:
             return "server exited with status %s; stderr: %s" % (rc, log[-1500:])
         return None
 
+    def children(self):
+        """PIDs of the server's worker processes (cowd may fork them)."""
+        pids = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            fields = st[st.rindex(")") + 2:].split()
+            if int(fields[1]) == self.proc.pid:
+                pids.append(int(d))
+        return pids
+
     def kill(self):
         if self.proc is None:
             return
+        kids = self.children()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -453,6 +480,15 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # workers orphaned by a killed master: only those still serving our root
+        for pid in kids:
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    if self.root_dir.encode() not in f.read():
+                        continue
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         self.proc = None
         if self.err_file:
             self.err_file.close()

@@ -243,6 +243,28 @@ def _(srv):
         eq(r.body, NUMBERED[1], "body")
 
 
+@test("expect: body too large to skip is 413 without 100", args=["--max-body-discard", "1k"])
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt", ["Content-Length: 5000", "Expect: 100-continue"]))
+        r = c.response()        # an interim 100 here fails the test
+        eq(r.status_line, "HTTP/1.1 413 Content Too Large", "final")
+        eq(r.get("Connection"), "close", "Connection")
+        c.expect_closed()
+    srv.assert_alive()
+
+
+@test("expect: 100-continue with a chunked body")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt", ["Transfer-Encoding: chunked", "Expect: 100-continue"]))
+        r = c.response(interim=True)
+        eq(r.status_line, "HTTP/1.1 100 Continue", "interim")
+        c.send(b"3\r\nabc\r\n0\r\n\r\n" + request("GET", "/n2.txt"))
+        eq(c.response().body, NUMBERED[1], "final body")
+        eq(c.response().body, NUMBERED[2], "next request")
+
+
 @test("expect: POST with 100-continue is 405 without 100")
 def _(srv):
     with srv.conn() as c:

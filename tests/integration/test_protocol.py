@@ -195,3 +195,39 @@ def _(srv):
             # the connection is still usable
             c.send(request("GET", "/hello.txt"))
             eq(c.response().body, HELLO, "GET after OPTIONS")
+
+
+@test("pipelining: 300 requests with long headers (more than the input buffer)")
+def _(srv):
+    reqs = []
+    for i in range(300):
+        reqs.append(request("GET", "/n%d.txt?%s" % (i % 10, "q" * (i % 37)), ["X-Pad: " + "p" * (50 + i)]))
+    data = b"".join(reqs)
+    assert len(data) > 40000
+    with srv.conn(timeout=10) as c:
+        c.send(data)
+        for i in range(300):
+            r = c.response()
+            eq(r.status, 200, "status %d" % i)
+            eq(r.body, NUMBERED[i % 10], "body %d" % i)
+
+
+@test("pipelining: a pipeline of HEAD, 304, 404, 206, 416 and 301 stays in sync")
+def _(srv):
+    et = srv.get("/hello.txt").get("ETag")
+    seq = [(request("HEAD", "/data.bin"), "HEAD", 200, b""),
+           (request("GET", "/hello.txt", ["If-None-Match: " + et]), "GET", 304, b""),
+           (request("GET", "/nope"), "GET", 404, None),
+           (request("GET", "/digits.txt", ["Range: bytes=0-2"]), "GET", 206, b"012"),
+           (request("GET", "/digits.txt", ["Range: bytes=100-"]), "GET", 416, None),
+           (request("GET", "/dir"), "GET", 301, None),
+           (request("OPTIONS", "*"), "OPTIONS", 204, b""),
+           (request("GET", "/hello.txt"), "GET", 200, HELLO)]
+    with srv.conn() as c:
+        c.send(b"".join(s[0] for s in seq))
+        for data, method, st, body in seq:
+            r = c.response(method)
+            eq(r.status, st, "status for %r" % data[:30])
+            if body is not None:
+                eq(r.body, body, "body for %r" % data[:30])
+        c.expect_open(0.2)

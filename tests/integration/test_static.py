@@ -368,6 +368,23 @@ def _(srv):
     eq(r.get("Location"), "/noindex/sub/?x", "nested Location")
 
 
+@test("dir: redirect Location is the normalized path, never '//host/'")
+def _(srv):
+    for target, loc in (("//dir", "/dir/"), ("http://x//dir?q", "/dir/?q"), ("//noindex//sub", "/noindex/sub/"),
+                        ("/docs/../dir", "/dir/"), ("/%64ir", "/dir/")):
+        r = srv.get(target)
+        eq(r.status_line, "HTTP/1.1 301 Moved Permanently", target)
+        eq(r.get("Location"), loc, "Location for " + target)
+
+
+@test("dir: redirect Location percent-encodes the directory name")
+def _(srv):
+    srv.root.write("sp ace&<d>/index.html", b"sp\n")
+    r = srv.get("/sp%20ace%26%3Cd%3E")
+    eq(r.get("Location"), "/sp%20ace%26%3Cd%3E/", "Location")
+    eq(srv.get(r.get("Location")).body, b"sp\n", "following it")
+
+
 @test("dir: /dir/ and / serve the index file")
 def _(srv):
     r = srv.get("/dir/")
@@ -415,7 +432,7 @@ def _(srv):
     eq(srv.get("/dir/").body, DIR_INDEX, "index wins over listing")
 
 
-@test("dir: --listing of the root has no parent link; HEAD has no body", args=["--listing"])
+@test("dir: --listing of a subdirectory links its parent; HEAD has no body", args=["--listing"])
 def _(srv):
     srv.root.write("listroot/f.txt", b"f")
     r = srv.get("/listroot/")
@@ -432,3 +449,43 @@ def _(srv):
     eq(r.status_line, OK, "status")
     html = r.body.decode()
     check("l&lt;&amp;&gt;d" in html and "l<&>d" not in html, "title not escaped: %r" % html[:300])
+
+
+@test("range: ranges of a big file (sendfile path), single and multipart")
+def _(srv):
+    blk = srv.root.big_block
+    big = lambda a, z: bytes(blk[i % len(blk)] for i in range(a, z + 1)) if z - a < 4096 else None  # noqa: E731
+
+    def expect(a, z, data):
+        want = (blk * 2)[a % len(blk):a % len(blk) + (z - a + 1)]
+        eq(len(data), z - a + 1, "length of %d-%d" % (a, z))
+        check(data == want, "bytes %d-%d differ" % (a, z))
+
+    r = srv.get("/big.bin", ["Range: bytes=1000000-1300000"])
+    eq(r.status_line, PARTIAL, "status")
+    eq(r.get("Content-Range"), "bytes 1000000-1300000/%d" % (20 * 1024 * 1024), "Content-Range")
+    expect(1000000, 1300000, r.body)
+    r = srv.get("/big.bin", ["Range: bytes=5-200004,3000000-3100000,-70000"])
+    eq(r.status_line, PARTIAL, "multipart status")
+    parts = parse_multipart(r, 20 * 1024 * 1024)
+    size = 20 * 1024 * 1024
+    for (h, d), (a, z) in zip(parts, ((5, 200004), (3000000, 3100000), (size - 70000, size - 1))):
+        eq(h.get("content-range"), "bytes %d-%d/%d" % (a, z, size), "part range")
+        expect(a, z, d)
+    del big
+
+
+LONG_NAME = "&" * 200 + ".txt"
+
+
+@test("dir: --listing shows long names with many special characters", args=["--listing"])
+def _(srv):
+    srv.root.write("longnames/" + LONG_NAME, b"long\n")
+    srv.root.write("longnames/" + "<" * 250, b"lt\n")
+    r = srv.get("/longnames/")
+    eq(r.status_line, OK, "status")
+    html = r.body.decode()
+    check("&amp;" * 200 + ".txt</a>" in html, "long &-name not listed: %r" % html[-600:])
+    check("&lt;" * 250 + "</a>" in html, "long <-name not listed")
+    check('href="' + "%26" * 200 + '.txt"' in html, "long href")
+    eq(srv.get("/longnames/" + "%26" * 200 + ".txt").body, b"long\n", "following the href")

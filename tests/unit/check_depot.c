@@ -22,13 +22,14 @@ static void submit_fd(int fd)
 {
     struct depot_msg *m = depot_msg_take(dep, 0);
     ck_assert_ptr_nonnull(m);
-    m->fd = fd;
+    m->conn.fd = fd;
     depot_submit(dep, m);
 }
 
-static void fake_serve(void *ctx, int fd, const struct sockaddr_storage *peer, socklen_t len)
+static void fake_serve(void *ctx, const struct depot_conn *conn)
 {
-    (void)ctx; (void)peer; (void)len;
+    int fd = conn->fd;
+    (void)ctx;
     ck_assert_int_lt(n_served, MAX_SERVED);
     served_fd[n_served] = fd;
     served_by[n_served] = depot_handler_index(dep);
@@ -52,7 +53,8 @@ static void start(unsigned handlers, unsigned messages)
     n_served = 0;
     gate_closed = 0;
     submit_from_serve = 0;
-    struct depot_config dc = { handlers, messages, 32 * 1024, fake_serve, NULL, NULL };
+    struct depot_config dc = { .handlers = handlers, .messages = messages,
+                               .stack_size = 32 * 1024, .serve = fake_serve };
     dep = depot_create(&dc);
     ck_assert_ptr_nonnull(dep);
 }
@@ -142,7 +144,7 @@ static void *fake_acceptor(void *arg)
     (void)arg;
     for (int fd = 0; fd < 5; fd++) {
         struct depot_msg *m = depot_msg_take(dep, 1);   /* waits when the pool is empty */
-        m->fd = 50 + fd;
+        m->conn.fd = 50 + fd;
         depot_submit(dep, m);
         accepted++;
     }

@@ -1,0 +1,331 @@
+/* master.c: the supervising master process (see master.h).
+ *
+ * It waits with sigtimedwait(2) on blocked signals, so no work happens in a
+ * signal handler.  A pipe whose write end only the master holds tells the
+ * workers when it is gone (EOF): they stop gracefully instead of lingering. */
+#include "master.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accesslog.h"
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "mime.h"
+#include "privileges.h"
+#include "worker.h"
+
+#define QUICK_DEATH   10.0      /* a worker that dies sooner than this is backed off */
+#define BACKOFF_FIRST 0.1
+#define BACKOFF_MAX   30.0
+
+struct slot {
+    pid_t pid;                  /* current worker, 0 if none */
+    double started;             /* when it was forked */
+    double backoff;             /* seconds; 0 = restart at once */
+    double restart_at;          /* > 0: fork a new worker then */
+    int ever_ran;               /* some worker of this slot lived QUICK_DEATH */
+};
+
+struct old_worker { pid_t pid; unsigned slot; };
+
+static const struct master_setup *setup;
+static struct slot *slots;
+static struct old_worker *old;      /* replaced by SIGHUP, still stopping */
+static unsigned n_old, old_cap;
+static int life[2] = { -1, -1 };
+static int stopping;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void master_block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        log_errno(LOG_ERROR, "master: sigprocmask");
+}
+
+static pid_t spawn(unsigned s)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_errno(LOG_ERROR, "cannot fork worker %u", s);
+        return -1;
+    }
+    if (pid == 0) {
+        struct worker_setup ws;
+        close(life[1]);
+        ws.life_fd = life[0];
+        ws.priv = setup->priv;
+        ws.n_lfds = setup->n_listen;
+        if (setup->per_worker_sockets) {
+            unsigned n = setup->n_listen;
+            for (unsigned i = 0; i < cfg.workers; i++)
+                if (i != s)
+                    for (unsigned j = 0; j < n; j++)
+                        close(setup->lfds[i * n + j]);
+            ws.lfds = setup->lfds + s * n;
+        } else {
+            ws.lfds = setup->lfds;
+        }
+        worker_main(&ws);
+    }
+    slots[s].pid = pid;
+    slots[s].started = now_s();
+    slots[s].restart_at = 0;
+    log_msg(LOG_INFO, "worker %ld started (slot %u)", (long)pid, s);
+    return pid;
+}
+
+/* Stopping: once the workers have closed theirs too, new connections are
+ * refused instead of waiting in a queue nobody serves. */
+static void close_listeners(void)
+{
+    unsigned n = setup->per_worker_sockets ? cfg.workers * setup->n_listen : setup->n_listen;
+    for (unsigned i = 0; i < n; i++)
+        close(setup->lfds[i]);
+}
+
+static void signal_all(int sig)
+{
+    for (unsigned s = 0; s < cfg.workers; s++)
+        if (slots[s].pid > 0 && kill(slots[s].pid, sig) < 0 && errno != ESRCH)
+            log_errno(LOG_WARN, "cannot send signal %d to worker %ld", sig, (long)slots[s].pid);
+    for (unsigned i = 0; i < n_old; i++)
+        if (kill(old[i].pid, sig) < 0 && errno != ESRCH)
+            log_errno(LOG_WARN, "cannot send signal %d to worker %ld", sig, (long)old[i].pid);
+}
+
+static unsigned alive(void)
+{
+    unsigned n = n_old;
+    for (unsigned s = 0; s < cfg.workers; s++)
+        n += slots[s].pid > 0;
+    return n;
+}
+
+static void describe(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d (%s)%s", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+    else if (WIFEXITED(status))
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(buf, len, "ended with wait status %#x", (unsigned)status);
+}
+
+/* Returns -1 when the master must give up (workers cannot start at all). */
+static int reap(void)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        char how[96];
+        describe(status, how, sizeof how);
+        int found = 0;
+        for (unsigned i = 0; i < n_old; i++)
+            if (old[i].pid == pid) {
+                log_msg(LOG_INFO, "old worker %ld (slot %u) %s", (long)pid, old[i].slot, how);
+                old[i] = old[--n_old];
+                found = 1;
+                break;
+            }
+        for (unsigned s = 0; s < cfg.workers && !found; s++) {
+            struct slot *sl = &slots[s];
+            if (sl->pid != pid)
+                continue;
+            found = 1;
+            sl->pid = 0;
+            if (stopping) {
+                int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+                log_msg(clean ? LOG_INFO : LOG_WARN, "worker %ld (slot %u) %s", (long)pid, s, how);
+                break;
+            }
+            double lived = now_s() - sl->started;
+            if (lived >= QUICK_DEATH)
+                sl->ever_ran = 1;
+            if (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CONFIG && !sl->ever_ran) {
+                log_msg(LOG_ERROR, "worker %ld (slot %u) cannot start (see above); giving up",
+                        (long)pid, s);
+                return -1;
+            }
+            if (lived >= QUICK_DEATH)
+                sl->backoff = 0;
+            else
+                sl->backoff = sl->backoff == 0 ? BACKOFF_FIRST
+                              : (sl->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : sl->backoff * 2);
+            sl->restart_at = now_s() + sl->backoff;
+            if (sl->backoff > 0)
+                log_msg(LOG_ERROR, "worker %ld (slot %u) %s after %.1f s; restarting it in %.1f s",
+                        (long)pid, s, how, lived, sl->backoff);
+            else
+                log_msg(LOG_ERROR, "worker %ld (slot %u) %s; restarting it", (long)pid, s, how);
+        }
+        if (!found)
+            log_msg(LOG_DEBUG, "reaped unknown child %ld: %s", (long)pid, how);
+    }
+    return 0;
+}
+
+static void reopen_logs(void)
+{
+    const struct privileges *p = setup->priv;
+    log_msg(LOG_INFO, "SIGUSR1: reopening log files");
+    if (cfg.error_log != NULL) {
+        if (log_open(cfg.error_log) < 0)
+            log_errno(LOG_ERROR, "cannot reopen error log %s", cfg.error_log);
+        else if (p->drop && chown(cfg.error_log, p->uid, p->gid) < 0)
+            log_errno(LOG_ERROR, "cannot give error log %s to %s:%s", cfg.error_log, p->user, p->group);
+    }
+    if (accesslog_reopen() == 0 && p->drop && accesslog_chown(p->uid, p->gid) < 0)
+        log_errno(LOG_ERROR, "cannot give access log %s to %s:%s", cfg.access_log, p->user, p->group);
+    signal_all(SIGUSR1);
+}
+
+static void restart_workers(void)
+{
+    if (mime_load(cfg.mime_types) < 0) {
+        log_errno(LOG_ERROR, "SIGHUP: cannot load MIME types from %s; keeping the running workers",
+                  cfg.mime_types);
+        return;
+    }
+    if (n_old + cfg.workers > old_cap) {
+        log_msg(LOG_ERROR, "SIGHUP: %u old workers are still stopping; try again later", n_old);
+        return;
+    }
+    log_msg(LOG_INFO, "SIGHUP: starting new workers, stopping the old ones gracefully");
+    unsigned first_old = n_old;
+    for (unsigned s = 0; s < cfg.workers; s++) {
+        if (slots[s].pid > 0) {
+            old[n_old].pid = slots[s].pid;
+            old[n_old].slot = s;
+            n_old++;
+        }
+        slots[s].pid = 0;
+        slots[s].backoff = 0;
+        if (spawn(s) < 0)
+            slots[s].restart_at = now_s() + 1;
+    }
+    for (unsigned i = first_old; i < n_old; i++)
+        if (kill(old[i].pid, SIGTERM) < 0 && errno != ESRCH)
+            log_errno(LOG_WARN, "cannot stop old worker %ld", (long)old[i].pid);
+}
+
+int master_run(const struct master_setup *ms)
+{
+    setup = ms;
+    slots = calloc(cfg.workers, sizeof *slots);
+    old_cap = cfg.workers * 4;
+    old = calloc(old_cap, sizeof *old);
+    if (slots == NULL || old == NULL) {
+        log_errno(LOG_ERROR, "master: out of memory");
+        return EXIT_FAILURE;
+    }
+    if (pipe(life) < 0 || fcntl(life[0], F_SETFD, FD_CLOEXEC) < 0 ||
+        fcntl(life[1], F_SETFD, FD_CLOEXEC) < 0) {
+        log_errno(LOG_ERROR, "master: pipe");
+        return EXIT_FAILURE;
+    }
+    for (unsigned s = 0; s < cfg.workers; s++)
+        if (spawn(s) < 0)
+            slots[s].restart_at = now_s() + 1;
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    double ready_at = now_s() + 0.3, kill_at = 0;
+    int ready = 0, rc = EXIT_SUCCESS;
+    for (;;) {
+        double t = now_s();
+        if (!ready && t >= ready_at) {
+            daemon_ready();     /* `cowd --daemon` returns 0 once workers survived start-up */
+            ready = 1;
+        }
+        if (stopping && alive() == 0)
+            break;
+        if (stopping && t >= kill_at) {
+            log_msg(LOG_ERROR, "workers did not stop within --shutdown-timeout + 5 s; killing them");
+            signal_all(SIGKILL);
+            kill_at = t + 3600;
+        }
+        double next = ready ? t + 1 : ready_at;
+        if (stopping && kill_at < next)
+            next = kill_at;
+        for (unsigned s = 0; s < cfg.workers && !stopping; s++) {
+            if (slots[s].pid == 0 && slots[s].restart_at > 0) {
+                if (slots[s].restart_at <= t) {
+                    if (spawn(s) < 0)
+                        slots[s].restart_at = t + 1;
+                } else if (slots[s].restart_at < next) {
+                    next = slots[s].restart_at;
+                }
+            }
+        }
+        double wait = next - now_s();
+        if (wait < 0.001)
+            wait = 0.001;
+        struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                log_errno(LOG_ERROR, "master: sigtimedwait");
+            continue;
+        }
+        switch (sig) {
+        case SIGCHLD:
+            if (reap() < 0 && !stopping) {
+                stopping = 1;
+                rc = EXIT_FAILURE;
+                kill_at = now_s() + cfg.shutdown_timeout + 5;
+                signal_all(SIGTERM);
+            }
+            break;
+        case SIGTERM:
+        case SIGINT:
+            if (!stopping) {
+                log_msg(LOG_INFO, "%s: stopping gracefully (%u workers)",
+                        sig == SIGTERM ? "SIGTERM" : "SIGINT", alive());
+                stopping = 1;
+                kill_at = now_s() + cfg.shutdown_timeout + 5;
+                signal_all(SIGTERM);
+                close_listeners();
+            }
+            break;
+        case SIGHUP:
+            if (!stopping)
+                restart_workers();
+            break;
+        case SIGUSR1:
+            reopen_logs();
+            break;
+        default:
+            break;
+        }
+    }
+    log_msg(LOG_INFO, "all workers gone; master exiting");
+    return rc;
+}

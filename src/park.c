@@ -1,0 +1,271 @@
+/* park.c: the parking lot (see park.h).  Linux: a private epoll set;
+ * elsewhere: poll(2) over the parked sockets.  Either way the park thread
+ * sleeps in the Pth scheduler (on the epoll descriptor's readability, or a
+ * short nap for poll), so parking costs the rest of the server nothing.
+ *
+ * Expiry: every slot is on the FIFO list of its timeout value; since all
+ * slots of a list share one timeout, list order is expiry order and the
+ * head is the next to expire: O(1) per expiry, no timer heap. */
+#include "park.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <pth.h>
+
+#include "depot.h"
+#include "io.h"
+#include "log.h"
+
+#ifdef __linux__
+#include <sys/epoll.h>
+#define PARK_EPOLL 1
+#endif
+
+#define PARK_LISTS 4            /* distinct timeout values in use */
+
+struct slot {
+    int fd;                     /* -1: free */
+    unsigned requests;
+    unsigned timeout;
+    time_t expires;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    struct slot *prev, *next;   /* on its timeout list, or the free list */
+};
+
+struct fifo { unsigned timeout; struct slot *head, *tail; };
+
+static struct {
+    struct depot *depot;
+    struct slot *slots;
+    unsigned n_slots, n_parked;
+    struct slot *free_list;
+    struct fifo lists[PARK_LISTS];
+    pth_t tid;
+    pth_event_t ev_wake;        /* msgport the park thread waits on when empty */
+    pth_msgport_t wake_port;
+    pth_message_t wake_msg;
+    int wake_pending;
+#ifdef PARK_EPOLL
+    int epfd;
+#else
+    struct pollfd *pfds;
+#endif
+} lot = { .tid = NULL };
+
+static void fifo_remove(struct fifo *f, struct slot *s)
+{
+    if (s->prev != NULL) s->prev->next = s->next; else f->head = s->next;
+    if (s->next != NULL) s->next->prev = s->prev; else f->tail = s->prev;
+    s->prev = s->next = NULL;
+}
+
+static struct fifo *fifo_for(unsigned timeout)
+{
+    for (unsigned i = 0; i < PARK_LISTS; i++)
+        if (lot.lists[i].timeout == timeout || lot.lists[i].timeout == 0) {
+            lot.lists[i].timeout = timeout;
+            return &lot.lists[i];
+        }
+    return NULL;
+}
+
+static void slot_release(struct slot *s)
+{
+    fifo_remove(fifo_for(s->timeout), s);
+    s->fd = -1;
+    s->next = lot.free_list;
+    lot.free_list = s;
+    lot.n_parked--;
+}
+
+/* The connection has bytes (or EOF): back to the depot as a connection. */
+static void unpark(struct slot *s)
+{
+    int fd = s->fd;
+#ifdef PARK_EPOLL
+    epoll_ctl(lot.epfd, EPOLL_CTL_DEL, fd, NULL);
+#endif
+    struct depot_msg *m = depot_msg_take(lot.depot, 1);
+    m->conn.fd = fd;
+    m->conn.peer = s->peer;
+    m->conn.peer_len = s->peer_len;
+    m->conn.requests = s->requests;
+    slot_release(s);
+    depot_submit(lot.depot, m);
+}
+
+static void expire(struct slot *s)
+{
+    int fd = s->fd;
+#ifdef PARK_EPOLL
+    epoll_ctl(lot.epfd, EPOLL_CTL_DEL, fd, NULL);
+#endif
+    slot_release(s);
+    close(fd);                  /* idle too long: close quietly, as nginx does */
+    depot_conn_closed(lot.depot);
+}
+
+static time_t next_expiry(void)
+{
+    time_t t = 0;
+    for (unsigned i = 0; i < PARK_LISTS; i++)
+        if (lot.lists[i].head != NULL && (t == 0 || lot.lists[i].head->expires < t))
+            t = lot.lists[i].head->expires;
+    return t;
+}
+
+static void expire_due(void)
+{
+    time_t now = time(NULL);
+    for (unsigned i = 0; i < PARK_LISTS; i++)
+        while (lot.lists[i].head != NULL && lot.lists[i].head->expires <= now)
+            expire(lot.lists[i].head);
+}
+
+static void *park_main(void *arg)
+{
+    struct io_waiter w;
+    (void)arg;
+    if (io_waiter_init(&w) < 0) {
+        log_errno(LOG_ERROR, "park: cannot create wait events");
+        return NULL;
+    }
+    for (;;) {
+        if (lot.n_parked == 0) {
+            /* nothing to watch: sleep until park_connection() wakes us */
+            pth_wait(lot.ev_wake);
+            while (pth_msgport_get(lot.wake_port) != NULL)
+                ;
+            lot.wake_pending = 0;
+            continue;
+        }
+        struct timeval deadline = { next_expiry(), 0 };
+#ifdef PARK_EPOLL
+        struct epoll_event evs[256];
+        io_wait(&w, lot.epfd, 0, &deadline);
+        int n = epoll_wait(lot.epfd, evs, 256, 0);
+        for (int i = 0; i < n; i++) {
+            struct slot *s = &lot.slots[evs[i].data.u32];
+            if (s->fd >= 0)
+                unpark(s);
+        }
+#else
+        /* portable fallback: poll the parked sockets every 10 ms at most */
+        (void)deadline;
+        pth_nap(pth_time(0, 10000));
+        unsigned n = 0;
+        for (unsigned i = 0; i < lot.n_slots; i++)
+            if (lot.slots[i].fd >= 0) {
+                lot.pfds[n].fd = lot.slots[i].fd;
+                lot.pfds[n].events = POLLIN;
+                lot.pfds[n].revents = 0;
+                n++;
+            }
+        if (poll(lot.pfds, n, 0) > 0)
+            for (unsigned i = 0, k = 0; i < lot.n_slots && k < n; i++)
+                if (lot.slots[i].fd >= 0 && lot.slots[i].fd == lot.pfds[k].fd) {
+                    if (lot.pfds[k].revents != 0)
+                        unpark(&lot.slots[i]);
+                    k++;
+                }
+#endif
+        expire_due();
+    }
+    return NULL;
+}
+
+int park_init(struct depot *d, unsigned slots)
+{
+    memset(&lot, 0, sizeof lot);
+    lot.depot = d;
+    lot.n_slots = slots;
+    lot.slots = calloc(slots, sizeof *lot.slots);
+    lot.wake_port = pth_msgport_create(NULL);
+    if (lot.slots == NULL || lot.wake_port == NULL) {
+        log_errno(LOG_ERROR, "park: no memory for %u slots", slots);
+        return -1;
+    }
+    lot.ev_wake = pth_event(PTH_EVENT_MSG, lot.wake_port);
+#ifdef PARK_EPOLL
+    lot.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (lot.epfd < 0) {
+        log_errno(LOG_ERROR, "park: epoll_create1");
+        return -1;
+    }
+#else
+    lot.pfds = calloc(slots, sizeof *lot.pfds);
+    if (lot.pfds == NULL)
+        return -1;
+#endif
+    for (unsigned i = slots; i-- > 0;) {
+        lot.slots[i].fd = -1;
+        lot.slots[i].next = lot.free_list;
+        lot.free_list = &lot.slots[i];
+    }
+    pth_attr_t attr = pth_attr_new();
+    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
+    pth_attr_set(attr, PTH_ATTR_NAME, "park");
+    lot.tid = pth_spawn(attr, park_main, NULL);
+    pth_attr_destroy(attr);
+    if (lot.tid == NULL) {
+        log_errno(LOG_ERROR, "park: cannot spawn the park thread");
+        return -1;
+    }
+    return 0;
+}
+
+int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
+                    unsigned requests, unsigned timeout)
+{
+    struct fifo *f;
+    if (lot.tid == NULL || lot.free_list == NULL || (f = fifo_for(timeout)) == NULL)
+        return -1;
+    struct slot *s = lot.free_list;
+    unsigned idx = (unsigned)(s - lot.slots);
+#ifdef PARK_EPOLL
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u32 = idx;
+    if (epoll_ctl(lot.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        log_errno(LOG_WARN, "park: epoll_ctl ADD fd %d", fd);
+        return -1;
+    }
+#endif
+    lot.free_list = s->next;
+    s->fd = fd;
+    s->peer = *peer;
+    s->peer_len = peer_len;
+    s->requests = requests;
+    s->timeout = timeout;
+    s->expires = time(NULL) + (time_t)timeout;
+    s->next = NULL;
+    s->prev = f->tail;
+    if (f->tail != NULL) f->tail->next = s; else f->head = s;
+    f->tail = s;
+    lot.n_parked++;
+    if (!lot.wake_pending) {
+        lot.wake_pending = 1;
+        pth_msgport_put(lot.wake_port, &lot.wake_msg);
+    }
+    return 0;
+}
+
+void park_close_all(void)
+{
+    for (unsigned i = 0; i < PARK_LISTS; i++)
+        while (lot.lists[i].head != NULL)
+            expire(lot.lists[i].head);
+}
+
+unsigned park_count(void)
+{
+    return lot.n_parked;
+}

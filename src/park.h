@@ -1,0 +1,29 @@
+/* park.h: the parking lot for connections that wait for their next request.
+ * A handler thread that would block waiting for the first byte of a request
+ * (an idle keep-alive connection, or a fresh one with nothing sent yet) parks
+ * the socket here and goes back to the pool; one park thread watches every
+ * parked socket and hands it back to the depot when bytes arrive, or closes
+ * it when its timeout passes.  Idle connections thus cost a slot, not a
+ * thread: thousands of them do not exhaust the handler pool. */
+#ifndef COWD_PARK_H
+#define COWD_PARK_H
+
+#include <sys/socket.h>
+
+struct depot;
+
+/* slots: most connections parked at once (they also count against
+ * --max-connections). 0, or -1 (logged). */
+int park_init(struct depot *d, unsigned slots);
+
+/* Parks fd, which has served `requests` requests, until readable or
+ * `timeout` seconds pass.  0 when parked (the lot owns fd now), -1 when the
+ * lot is full or unavailable (the caller keeps fd and waits itself). */
+int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
+                    unsigned requests, unsigned timeout);
+
+/* Graceful stop: close every parked connection now. */
+void park_close_all(void);
+unsigned park_count(void);
+
+#endif

@@ -1,0 +1,600 @@
+"""Pre-forked workers, the master's supervision and signals, the access log,
+privilege dropping, --daemon and --pid-file (issue 6).
+
+Every test here starts its own server(s) (the master exits or is signalled),
+so the shared server the runner passes in is used only for its document root.
+Run alone: COWD=build/src/cowd COWD_SRCDIR=. tests/integration/run workers:
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import cowdtest
+from cowdtest import (HELLO, Closed, Server, TestFailure, TestSkip, check, eq, request, test)
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+def children(pid):
+    """Pids whose parent is pid (from /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        # the command name may contain spaces and parentheses: split after the last ')'
+        fields = st[st.rindex(")") + 2:].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(d))
+    return sorted(out)
+
+
+def wait_for(cond, timeout, what, step=0.02):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    raise TestFailure("timed out after %.1fs waiting for %s" % (timeout, what))
+
+
+def workers_of(srv, n, timeout=5):
+    return wait_for(lambda: (lambda c: c if len(c) == n else None)(children(srv.proc.pid)),
+                    timeout, "%d workers" % n)
+
+
+def uid_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return [int(x) for x in line.split()[1:]]
+    raise TestFailure("no Uid line for %d" % pid)
+
+
+def start(root, args, **kw):
+    srv = Server(root, ["--error-log", tempfile.mktemp(prefix="cowd-err-", dir=root.tmp)] + args, **kw)
+    srv.err_log = srv.args[1]
+    srv.start()
+    return srv
+
+
+def error_log(srv):
+    try:
+        with open(srv.err_log, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def stop(srv, timeout=15):
+    """SIGTERM to the master; returns its exit status."""
+    if srv.proc is None:
+        return None
+    srv.proc.send_signal(signal.SIGTERM)
+    try:
+        return srv.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise TestFailure("master did not exit within %ss of SIGTERM; log: %s"
+                          % (timeout, error_log(srv)[-1500:]))
+
+
+def finish(srv):
+    """Kill everything that is left (master and workers) after a test."""
+    if srv.proc is not None:
+        pids = children(srv.proc.pid)
+        srv.kill()
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def get_one(port, target, headers=None, timeout=5):
+    with cowdtest.Conn(port, timeout) as c:
+        c.send(request("GET", target, headers))
+        return c.response()
+
+
+class Load:
+    """`n` client threads, each a keep-alive connection sending GETs in a loop.
+    A request that fails (reset, close, timeout) is retried once on a new
+    connection; a failed retry counts as a failure."""
+
+    def __init__(self, port, n=6, target="/hello.txt", body=HELLO):
+        self.port, self.target, self.body = port, target, body
+        self.ok = self.retried = 0
+        self.failures = []
+        self.lock = threading.Lock()
+        self.running = True
+        self.threads = [threading.Thread(target=self.loop, daemon=True) for _ in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def one(self, c):
+        c.send(request("GET", self.target))
+        r = c.response()
+        if r.status != 200 or r.body != self.body:
+            raise TestFailure("bad response %r" % r)
+
+    def loop(self):
+        c = None
+        while self.running:
+            try:
+                if c is None:
+                    c = cowdtest.Conn(self.port, 3)
+                self.one(c)
+                with self.lock:
+                    self.ok += 1
+                continue
+            except (OSError, Closed, TestFailure) as e:
+                first = e
+            if c is not None:
+                c.close()
+                c = None
+            try:
+                c = cowdtest.Conn(self.port, 3)
+                self.one(c)
+                with self.lock:
+                    self.ok += 1
+                    self.retried += 1
+            except (OSError, Closed, TestFailure) as e:
+                with self.lock:
+                    self.failures.append("%s / retry: %s" % (first, e))
+                if c is not None:
+                    c.close()
+                c = None
+        if c is not None:
+            c.close()
+
+    def stop(self):
+        self.running = False
+        for t in self.threads:
+            t.join(10)
+
+
+# ---------------------------------------------------------------------------
+# supervision
+# ---------------------------------------------------------------------------
+
+@test("workers: --workers 4 forks 4 workers that all serve")
+def _(shared):
+    srv = start(shared.root, ["--workers", "4"])
+    try:
+        pids = workers_of(srv, 4)
+        check(srv.proc.pid not in pids, "master among its workers")
+        for _ in range(20):
+            eq(get_one(srv.port, "/hello.txt").body, HELLO, "body")
+        eq(stop(srv), 0, "master exit status")
+        for p in pids:
+            check(not os.path.exists("/proc/%d/stat" % p) or p not in children(srv.proc.pid),
+                  "worker %d left behind" % p)
+    finally:
+        finish(srv)
+
+
+@test("workers: kill -9 of one of 4 workers under load: no failed request, worker replaced")
+def _(shared):
+    srv = start(shared.root, ["--workers", "4", "--threads", "64"])
+    load = None
+    try:
+        pids = workers_of(srv, 4)
+        load = Load(srv.port, n=8)
+        time.sleep(0.7)
+        victim = pids[1]
+        os.kill(victim, signal.SIGKILL)
+        new = wait_for(lambda: (lambda c: c if len(c) == 4 and victim not in c else None)(
+            children(srv.proc.pid)), 5, "a replacement worker")
+        time.sleep(1.0)
+        load.stop()
+        eq(load.failures[:3], [], "failed requests (after one retry each)")
+        check(load.ok > 100, "too few requests served under load: %d" % load.ok)
+        check(len(set(new) - set(pids)) == 1, "one new worker pid: old %r new %r" % (pids, new))
+        log = error_log(srv)
+        check(re.search(r"worker %d \(slot 1\) killed by signal 9" % victim, log) is not None,
+              "the master did not log the death of worker %d: %s" % (victim, log[-800:]))
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "after the restart")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        if load is not None:
+            load.stop()
+        finish(srv)
+
+
+@test("workers: a worker that keeps dying is restarted with growing back-off")
+def _(shared):
+    srv = start(shared.root, ["--workers", "1"])
+    try:
+        for _ in range(4):
+            w = workers_of(srv, 1)
+            os.kill(w[0], signal.SIGKILL)
+            wait_for(lambda: w[0] not in children(srv.proc.pid), 5, "the worker to die")
+        log = error_log(srv)
+        delays = [float(x) for x in re.findall(r"restarting it in ([0-9.]+) s", log)]
+        check(len(delays) >= 3, "back-off not logged: %s" % log[-1000:])
+        check(delays == sorted(delays) and delays[-1] > delays[0],
+              "back-off does not grow: %r" % delays)
+        workers_of(srv, 1, timeout=5)
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served after restarts")
+        check(srv.health() is None, "master unhealthy: %s" % srv.health())
+    finally:
+        finish(srv)
+
+
+@test("workers: SIGHUP replaces every worker; requests keep succeeding")
+def _(shared):
+    srv = start(shared.root, ["--workers", "2"])
+    load = None
+    try:
+        old = workers_of(srv, 2)
+        load = Load(srv.port, n=4)
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: (lambda c: c if len(c) == 2 and not set(c) & set(old) else None)(
+            children(srv.proc.pid)), 8, "the old workers to be replaced")
+        time.sleep(0.3)
+        load.stop()
+        eq(load.failures[:3], [], "failed requests during SIGHUP")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        if load is not None:
+            load.stop()
+        finish(srv)
+
+
+@test("workers: the workers stop when the master is killed")
+def _(shared):
+    srv = start(shared.root, ["--workers", "2"])
+    try:
+        pids = workers_of(srv, 2)
+        srv.proc.kill()
+        srv.proc.wait()
+        for p in pids:
+            wait_for(lambda: not os.path.exists("/proc/%d" % p) or
+                     open("/proc/%d/stat" % p).read().split(") ")[1][0] == "Z",
+                     5, "orphaned worker %d to exit" % p)
+    finally:
+        finish(srv)
+
+
+@test("workers: --reuseport gives every worker connections")
+def _(shared):
+    srv = start(shared.root, ["--workers", "2", "--reuseport"])
+    try:
+        workers_of(srv, 2)
+        for i in range(40):
+            eq(get_one(srv.port, "/hello.txt").body, HELLO, "body %d" % i)
+        eq(stop(srv), 0, "master exit status")
+        counts = [int(x) for x in re.findall(r"worker exiting: ([0-9]+) connections accepted",
+                                             error_log(srv))]
+        eq(len(counts), 2, "exit lines of the 2 workers")
+        check(min(counts) > 0 and sum(counts) == 40,
+              "connections per worker with SO_REUSEPORT: %r" % counts)
+    finally:
+        finish(srv)
+
+
+# ---------------------------------------------------------------------------
+# graceful stop
+# ---------------------------------------------------------------------------
+
+BIG50 = 50 * 1024 * 1024
+
+
+def big50(root):
+    path = os.path.join(root.path, "big50.bin")
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            for _ in range(BIG50 // len(root.big_block)):
+                f.write(root.big_block)
+    return path
+
+
+@test("workers: SIGTERM during a 50 MB transfer to a slow reader: it completes, master exits 0")
+def _(shared):
+    big50(shared.root)
+    srv = start(shared.root, ["--workers", "2", "--shutdown-timeout", "30"])
+    try:
+        workers_of(srv, 2)
+        # an idle kept-alive connection: must be closed promptly by the stop
+        idle = srv.conn()
+        idle.send(request("GET", "/hello.txt"))
+        eq(idle.response().body, HELLO, "idle connection's first response")
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(request("GET", "/big50.bin"))
+        got = bytearray()
+        while len(got) < 2 * 1024 * 1024:
+            d = s.recv(65536)
+            check(d, "server closed early")
+            got += d
+        srv.proc.send_signal(signal.SIGTERM)
+        idle.expect_closed(3.0)
+        t0 = time.time()
+        while True:                         # slow reader: about 40 MB/s at most
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+            time.sleep(0.001)
+        s.close()
+        head, _, body = bytes(got).partition(b"\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 200 "), "status: %r" % head[:40])
+        eq(len(body), BIG50, "body length")
+        block = shared.root.big_block
+        for i in range(0, BIG50, len(block)):
+            if body[i:i + len(block)] != block:
+                raise TestFailure("body differs in the MiB at %d" % i)
+        check(time.time() - t0 > 0.3, "transfer too fast to have overlapped the stop")
+        eq(srv.proc.wait(10), 0, "master exit status")
+        try:
+            socket.create_connection(("127.0.0.1", srv.port), timeout=1).close()
+            raise TestFailure("still accepting connections after the master exited")
+        except OSError:
+            pass
+    finally:
+        finish(srv)
+
+
+@test("workers: after SIGTERM a request on a kept-alive connection gets Connection: close")
+def _(shared):
+    srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", "5"])
+    try:
+        workers_of(srv, 1)
+        with srv.conn() as c:
+            # a pipelined pair whose second request is only completed after the stop
+            c.send(request("GET", "/hello.txt") + b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n")
+            eq(c.response().get("Connection"), None, "before the stop")
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            c.send(b"\r\n")
+            r = c.response()
+            eq(r.body, HELLO, "body after the stop")
+            eq(r.get("Connection"), "close", "Connection after the stop")
+            c.expect_closed()
+        eq(srv.proc.wait(10), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+# ---------------------------------------------------------------------------
+# access log
+# ---------------------------------------------------------------------------
+
+CLF = (r'(?P<host>[0-9a-fA-F.:]+) - - \[(?P<time>[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} '
+       r'[+-][0-9]{4})\] "(?P<req>(?:[^"\\\x00-\x1f\x7f-\xff]|\\x[0-9A-F]{2})*)" '
+       r'(?P<status>[0-9]{3}) (?P<bytes>[0-9]+)')
+QUOTED = r'"(?:[^"\\\x00-\x1f\x7f-\xff]|\\x[0-9A-F]{2})*"'
+COMMON_RE = re.compile(CLF + r"\n\Z")
+COMBINED_RE = re.compile(CLF + r" (?P<ref>" + QUOTED + r") (?P<ua>" + QUOTED + r")\n\Z")
+
+
+def log_lines(path):
+    with open(path, "rb") as f:
+        data = f.read().decode("latin-1")
+    check(data == "" or data.endswith("\n"), "log does not end with a whole line")
+    return [ln + "\n" for ln in data.split("\n")[:-1]]
+
+
+@test("workers: access log lines match the Combined grammar under load with 4 workers")
+def _(shared):
+    path = os.path.join(shared.root.tmp, "access-combined.log")
+    srv = start(shared.root, ["--workers", "4", "--access-log", path])
+    try:
+        workers_of(srv, 4)
+        n_threads, per = 8, 150
+        errors = []
+
+        def client(t):
+            try:
+                with srv.conn() as c:
+                    for i in range(per):
+                        ua = 'ua"%d\x01\\%d' % (t, i)          # quotes, control bytes, backslash
+                        c.send(request("GET", "/hello.txt?t=%d&i=%d" % (t, i),
+                                       [("User-Agent", ua), ("Referer", "http://r/%d" % i)]))
+                        eq(c.response().body, HELLO, "body")
+            except Exception as e:             # noqa: BLE001
+                errors.append(e)
+        ts = [threading.Thread(target=client, args=(t,)) for t in range(n_threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        eq(errors[:2], [], "client errors")
+        srv.get("/nope\x7f", common=False)      # a 404 with a byte that must be escaped
+        eq(stop(srv), 0, "master exit status")
+        lines = log_lines(path)
+        eq(len(lines), n_threads * per + 1, "log lines")
+        seen = set()
+        for ln in lines:
+            m = COMBINED_RE.match(ln)
+            check(m is not None, "line does not match the Combined grammar: %r" % ln)
+            mm = re.match(r'GET /hello\.txt\?t=([0-9]+)&i=([0-9]+) HTTP/1\.1$', m.group("req"))
+            if mm:
+                t, i = mm.groups()
+                eq(m.group("ua"), '"ua\\x22%s\\x01\\x5C%s"' % (t, i), "escaped User-Agent")
+                eq(m.group("ref"), '"http://r/%s"' % i, "Referer")
+                eq(m.group("status"), "200", "status")
+                check(int(m.group("bytes")) > len(HELLO), "bytes %s" % m.group("bytes"))
+                seen.add((t, i))
+            else:
+                eq(m.group("req"), "GET /nope\\x7F HTTP/1.1", "escaped request line")
+                eq(m.group("status"), "404", "status of /nope")
+        eq(len(seen), n_threads * per, "distinct requests logged")
+    finally:
+        finish(srv)
+
+
+@test("workers: --log-format common")
+def _(shared):
+    path = os.path.join(shared.root.tmp, "access-common.log")
+    srv = start(shared.root, ["--access-log", path, "--log-format", "common"])
+    try:
+        eq(srv.get("/hello.txt").body, HELLO, "body")
+        time.sleep(1.5)                         # flushed at least once a second
+        lines = log_lines(path)
+        eq(len(lines), 1, "lines flushed by the 1 s timer")
+        check(COMMON_RE.match(lines[0]) is not None, "not Common Log Format: %r" % lines[0])
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+@test("workers: SIGUSR1 after moving the access log: old lines stay, new ones go to the new file")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-rot-", dir=shared.root.tmp)
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "access.log")
+    err = os.path.join(d, "error.log")
+    srv = Server(shared.root, ["--workers", "2", "--access-log", path, "--error-log", err])
+    srv.err_log = err
+    srv.start()
+    try:
+        workers_of(srv, 2)
+        for i in range(5):
+            srv.get("/hello.txt?before=%d" % i)
+        os.rename(path, path + ".1")
+        os.rename(err, err + ".1")
+        for i in range(3):
+            srv.get("/hello.txt?moved=%d" % i)      # still written to the moved file
+        srv.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: os.path.exists(path) and os.path.exists(err), 3, "the new log files")
+        time.sleep(0.3)
+        for i in range(4):
+            srv.get("/hello.txt?after=%d" % i)
+        eq(stop(srv), 0, "master exit status")
+        old = "".join(log_lines(path + ".1"))
+        new = "".join(log_lines(path))
+        eq(len(re.findall(r"before=", old)) + len(re.findall(r"moved=", old)), 8, "lines in the moved file")
+        eq(re.findall(r"after=", old), [], "new lines in the moved file")
+        eq(len(re.findall(r"after=", new)), 4, "lines in the new file")
+        eq(re.findall(r"before=|moved=", new), [], "old lines in the new file")
+        if os.geteuid() == 0:
+            st = os.stat(path)
+            eq(st.st_uid, uid_of(children(srv.proc.pid)[0])[0] if children(srv.proc.pid) else st.st_uid,
+               "owner of the reopened log")
+        with open(err, "rb") as f:
+            check(b"worker exiting" in f.read(), "workers did not reopen the error log")
+    finally:
+        finish(srv)
+
+
+# ---------------------------------------------------------------------------
+# credentials, daemon
+# ---------------------------------------------------------------------------
+
+def need_root():
+    if os.geteuid() != 0:
+        raise TestSkip("needs root")
+
+
+def readable_root(root):
+    """nobody must be able to read the test tree."""
+    p = root.path
+    while p != "/":
+        os.chmod(p, os.stat(p).st_mode | 0o005)
+        p = os.path.dirname(p)
+
+
+@test("workers: --user nobody: workers run as nobody, the master as root")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    srv = start(shared.root, ["--workers", "2", "--user", "nobody"])
+    try:
+        pids = workers_of(srv, 2)
+        import pwd
+        nobody = pwd.getpwnam("nobody").pw_uid
+        for p in pids:
+            eq(uid_of(p), [nobody] * 4, "Uid of worker %d" % p)
+        eq(uid_of(srv.proc.pid)[0], 0, "Uid of the master")
+        eq(srv.get("/hello.txt").body, HELLO, "served as nobody")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+@test("workers: started as root without --user: workers are nobody, said once")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    srv = start(shared.root, ["--workers", "3"])
+    try:
+        pids = workers_of(srv, 3)
+        import pwd
+        nobody = pwd.getpwnam("nobody").pw_uid
+        for p in pids:
+            eq(uid_of(p)[0], nobody, "Uid of worker %d" % p)
+        eq(stop(srv), 0, "master exit status")
+        eq(len(re.findall(r"without --user: workers run as nobody", error_log(srv))), 1,
+           "times the error log says so")
+    finally:
+        finish(srv)
+
+
+@test("workers: --user root keeps root")
+def _(shared):
+    need_root()
+    srv = start(shared.root, ["--user", "root"])
+    try:
+        pids = workers_of(srv, 1)
+        eq(uid_of(pids[0])[0], 0, "Uid of the worker")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+@test("workers: --daemon --pid-file: the pid file names a live master; SIGTERM removes it")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-daemon-", dir=shared.root.tmp)
+    pidf = os.path.join(d, "cowd.pid")
+    err = os.path.join(d, "error.log")
+    port = cowdtest.free_port()
+    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", pidf, "--error-log", err,
+                          "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
+                          "--workers", "2"], timeout=10)
+    eq(rc, 0, "exit status of cowd --daemon")
+    pid = None
+    try:
+        with open(pidf) as f:
+            pid = int(f.read().strip())
+        check(os.path.exists("/proc/%d" % pid), "pid file names no live process")
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            check(b"cowd" in f.read(), "pid file names something else")
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(") ", 1)[1].split()
+        eq(int(fields[3]), pid, "session id of the daemon (setsid)")
+        eq(os.readlink("/proc/%d/cwd" % pid), "/", "cwd of the daemon")
+        eq(os.readlink("/proc/%d/fd/0" % pid), "/dev/null", "stdin of the daemon")
+        eq(get_one(port, "/hello.txt").body, HELLO, "served by the daemon")
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists(pidf), 10, "the pid file to be removed")
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the master to exit")
+        with open(err) as f:
+            check("master exiting" in f.read(), "error log of the daemon")
+    finally:
+        if pid is not None and os.path.exists("/proc/%d" % pid):
+            for p in children(pid):
+                os.kill(p, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+
+
+@test("workers: --daemon without --error-log is refused")
+def _(shared):
+    p = subprocess.run([cowdtest.COWD, "--daemon"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=5)
+    check(p.returncode != 0, "accepted")
+    check(b"--error-log" in p.stderr, "message: %r" % p.stderr)
