@@ -29,9 +29,15 @@
 int conn_stopping;
 static struct depot *conn_depot;
 
+static int conn_pressure(void)
+{
+    return depot_under_pressure(conn_depot);
+}
+
 void conn_attach_depot(struct depot *d)
 {
     conn_depot = d;
+    io_under_pressure = conn_pressure;
 }
 
 void *conn_create(unsigned index, void *arg)
@@ -225,14 +231,16 @@ static void handle_request(struct conn *c, struct http_request *req)
 {
     int st;
 
+    if (req->has_body && req->method != HTTP_GET && req->method != HTTP_HEAD &&
+        req->method != HTTP_OPTIONS) {
+        /* We refuse it anyway: answer now without reading (or inviting) the
+         * body and close, as RFC 9110 §10.1.1 allows.  Reading it first
+         * would let a slow-body client (R-U-Dead-Yet) pin this handler. */
+        c->close_after = 1;
+        response_error(c, req, 405, "Allow", COWD_ALLOW);
+        return;
+    }
     if (req->expect_continue && req->has_body) {
-        if (req->method != HTTP_GET && req->method != HTTP_HEAD && req->method != HTTP_OPTIONS) {
-            /* We will refuse it anyway: answer now without inviting the body
-             * and close, as RFC 9110 §10.1.1 allows. */
-            c->close_after = 1;
-            response_error(c, req, 405, "Allow", COWD_ALLOW);
-            return;
-        }
         if (!req->chunked && req->content_length > cfg.max_body_discard) {
             /* Same for a body announced too large to skip: inviting it
              * would only make the client send what we then refuse. */
@@ -244,6 +252,7 @@ static void handle_request(struct conn *c, struct http_request *req)
         buff_flush(&c->out);
     }
     st = conn_discard_body(c, req);
+    timerclear(&c->waiter.guard_since);     /* the request is in: sends have their own rule */
     if (st != 0) {
         c->close_after = 1;
         if (st > 0)
@@ -293,6 +302,10 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
          * next request; once a byte arrives the head must be complete
          * within header_timeout (total, not per read: slowloris). */
         int started = c->in_end > c->in_start;
+        if (started)
+            gettimeofday(&c->waiter.guard_since, NULL);
+        else
+            timerclear(&c->waiter.guard_since);
         if (conn_stopping && c->requests > 0 && !started)
             break;                  /* graceful stop: no waiting for another request */
         io_deadline(&deadline, started || c->requests == 0 ? cfg.header_timeout
@@ -321,6 +334,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             if (rr == READ_OK) {
                 if (!started) {
                     started = 1;
+                    gettimeofday(&c->waiter.guard_since, NULL);
                     io_deadline(&deadline, cfg.header_timeout);
                 }
                 continue;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,8 +23,11 @@
 #define MSG_MORE 0
 #endif
 
+int (*io_under_pressure)(void);
+
 int io_waiter_init(struct io_waiter *w)
 {
+    timerclear(&w->guard_since);
     /* The fd event needs some valid descriptor at creation; 0 is reset
      * (PTH_MODE_REUSE) before every real wait. */
     w->ev_fd = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, 0);
@@ -50,7 +54,47 @@ void io_deadline(struct timeval *out, unsigned seconds)
     out->tv_sec += seconds;
 }
 
+static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);
+
+/* Waits at most a second at a time so that pressure is noticed. */
+static int wait_sliced(struct io_waiter *w, int fd, int want_write,
+                       const struct timeval *deadline, int (*give_up)(struct io_waiter *, void *),
+                       void *arg)
+{
+    for (;;) {
+        struct timeval slice;
+        gettimeofday(&slice, NULL);
+        slice.tv_sec += 1;
+        int last = deadline != NULL && !timercmp(&slice, deadline, <);
+        if (wait_once(w, fd, want_write, last ? deadline : &slice) == 0)
+            return 0;
+        if (errno != ETIMEDOUT || last)
+            return -1;
+        if (give_up(w, arg)) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+    }
+}
+
+static int guard_expired(struct io_waiter *w, void *arg)
+{
+    struct timeval now;
+    (void)arg;
+    if (!io_under_pressure())
+        return 0;
+    gettimeofday(&now, NULL);
+    return now.tv_sec - w->guard_since.tv_sec >= IO_PRESSURE_GRACE;
+}
+
 int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline)
+{
+    if (timerisset(&w->guard_since) && io_under_pressure != NULL)
+        return wait_sliced(w, fd, want_write, deadline, guard_expired, NULL);
+    return wait_once(w, fd, want_write, deadline);
+}
+
+static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline)
 {
     unsigned long goal = want_write ? PTH_UNTIL_FD_WRITEABLE : PTH_UNTIL_FD_READABLE;
 
@@ -102,11 +146,41 @@ static ssize_t send_iov(int fd, struct iovec *iov, int iovcnt, int more)
     return sendmsg(fd, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 }
 
+/* A send that stalls while handlers are scarce must keep up a minimum
+ * average rate, or a slow reader (slowhttptest -X) could pin handlers.  The
+ * rate is measured from the first time the socket buffer was full: bytes
+ * the kernel merely buffered say nothing about the reader. */
+struct send_progress { struct timeval start; uint64_t sent; };
+
+static int send_too_slow(struct io_waiter *w, void *arg)
+{
+    struct send_progress *sp = arg;
+    struct timeval now;
+    (void)w;
+    if (io_under_pressure == NULL || !io_under_pressure() || !timerisset(&sp->start))
+        return 0;
+    gettimeofday(&now, NULL);
+    double secs = (double)(now.tv_sec - sp->start.tv_sec) +
+                  (double)(now.tv_usec - sp->start.tv_usec) / 1e6;
+    return secs >= IO_PRESSURE_GRACE && (double)sp->sent < secs * IO_PRESSURE_MIN_RATE;
+}
+
+static int wait_writable(struct io_waiter *w, int fd, const struct timeval *deadline,
+                         struct send_progress *sp)
+{
+    if (!timerisset(&sp->start))
+        gettimeofday(&sp->start, NULL);
+    if (io_under_pressure == NULL)
+        return wait_once(w, fd, 1, deadline);
+    return wait_sliced(w, fd, 1, deadline, send_too_slow, sp);
+}
+
 int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
                   unsigned timeout, int more)
 {
     struct timeval deadline;
     int have_deadline = 0;
+    struct send_progress sp = { { 0, 0 }, 0 };
 
     while (iovcnt > 0 && iov->iov_len == 0) {
         iov++;
@@ -129,11 +203,13 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
                 io_deadline(&deadline, timeout);
                 have_deadline = 1;
             }
-            if (io_wait(w, fd, 1, &deadline) < 0)
+            if (wait_writable(w, fd, &deadline, &sp) < 0)
                 return -1;
             continue;
         }
         have_deadline = 0;   /* progress: the send timeout starts again */
+        if (timerisset(&sp.start))
+            sp.sent += (uint64_t)n;
         while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
             n -= (ssize_t)iov->iov_len;
             iov++;
@@ -152,6 +228,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
 {
     struct timeval deadline;
     int have_deadline = 0;
+    struct send_progress sp = { { 0, 0 }, 0 };
 
     while (len > 0) {
         ssize_t n;
@@ -183,11 +260,13 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
                 io_deadline(&deadline, timeout);
                 have_deadline = 1;
             }
-            if (io_wait(w, fd, 1, &deadline) < 0)
+            if (wait_writable(w, fd, &deadline, &sp) < 0)
                 return -1;
             continue;
         }
         have_deadline = 0;
+        if (timerisset(&sp.start))
+            sp.sent += (uint64_t)n;
         len -= (size_t)n;
     }
     return 0;

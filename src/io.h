@@ -15,7 +15,18 @@
 struct io_waiter {
     pth_event_t ev_fd;
     pth_event_t ev_time;
+    /* Slow-client defence: while set (non-zero), a wait fails with
+     * ETIMEDOUT once the handler pool is under pressure and this moment is
+     * more than IO_PRESSURE_GRACE seconds ago (a request head or body that
+     * has not arrived by then is an attack or hopeless). */
+    struct timeval guard_since;
 };
+
+/* Set by the server: non-zero when no handler is idle or connections are
+ * waiting for one.  NULL: never under pressure. */
+extern int (*io_under_pressure)(void);
+#define IO_PRESSURE_GRACE 2         /* seconds */
+#define IO_PRESSURE_MIN_RATE 16384  /* bytes/s a stalled send must average */
 
 int  io_waiter_init(struct io_waiter *w);
 void io_waiter_free(struct io_waiter *w);

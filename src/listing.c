@@ -26,7 +26,8 @@ static int by_name(const void *a, const void *b)
 /* Appends to a growable buffer; -1 when out of memory. */
 struct sbuf { char *p; size_t len, cap; };
 
-static int sb_add(struct sbuf *s, const char *data, size_t len)
+/* Makes room for len more bytes (and a NUL); -1 when out of memory. */
+static int sb_reserve(struct sbuf *s, size_t len)
 {
     if (s->len + len + 1 > s->cap) {
         size_t cap = s->cap ? s->cap : 4096;
@@ -38,6 +39,13 @@ static int sb_add(struct sbuf *s, const char *data, size_t len)
         s->p = np;
         s->cap = cap;
     }
+    return 0;
+}
+
+static int sb_add(struct sbuf *s, const char *data, size_t len)
+{
+    if (sb_reserve(s, len) < 0)
+        return -1;
     memcpy(s->p + s->len, data, len);
     s->len += len;
     return 0;
@@ -45,24 +53,27 @@ static int sb_add(struct sbuf *s, const char *data, size_t len)
 
 static int sb_str(struct sbuf *s, const char *str) { return sb_add(s, str, strlen(str)); }
 
+/* Escapes straight into the buffer, sized by a counting pass first: a name
+ * of 255 '&' or '"' grows to 1275 or 1530 bytes, so a fixed temporary would
+ * have to truncate names that are perfectly legal. */
 static int sb_html(struct sbuf *s, const char *str)
 {
     size_t len = strlen(str);
-    char tmp[1024];
-    size_t n = html_escape(str, len, tmp, sizeof tmp);
-    if (n >= sizeof tmp)
-        return sb_str(s, "(name too long)");
-    return sb_add(s, tmp, n);
+    size_t need = html_escape(str, len, NULL, 0);
+    if (sb_reserve(s, need) < 0)
+        return -1;
+    s->len += html_escape(str, len, s->p + s->len, s->cap - s->len);
+    return 0;
 }
 
 static int sb_href(struct sbuf *s, const char *str)
 {
     size_t len = strlen(str);
-    char tmp[3 * 256 + 1];
-    size_t n = url_escape_path(str, len, tmp, sizeof tmp);
-    if (n >= sizeof tmp)
+    size_t need = url_escape_path(str, len, NULL, 0);
+    if (sb_reserve(s, need) < 0)
         return -1;
-    return sb_add(s, tmp, n);
+    s->len += url_escape_path(str, len, s->p + s->len, s->cap - s->len);
+    return 0;
 }
 
 void listing_send(struct conn *c, const struct http_request *req, int dir_fd, const char *dir_path)

@@ -180,6 +180,7 @@ def main():
     md.append(f"Mode **{env.get('mode', '?')}**, {env.get('date', '')}; {env.get('host', '')}.")
     md.append(f"Pinning: {env.get('pinning', '?')}. wrk {env.get('wrk', '?')}; "
               f"sweep: {env.get('sweep', '?')}; RLIMIT_NOFILE {env.get('rlimit_nofile', '?')}; "
+              f"CPU busy with other work just before the runs {env.get('busy_before', '?')} %; "
               f"load average at start {env.get('loadavg_start', '?')}, at end "
               f"{env.get('loadavg_end', '?')} (other work on the machine skews results).")
     if env.get("cowd") and "version.cowd" in env:

@@ -206,7 +206,7 @@ server_start() {
         port=$(free_port)
         mapfile -t cmd < <(server_cmd "$name" "$doc" "$d" "$port" "$mode")
         printf '%q ' "${cmd[@]}" >"$d/cmdline"; echo >>"$d/cmdline"
-        taskset -c "$SERVER_CPU" "${cmd[@]}" >>"$d/stdout.log" 2>>"$d/stderr.log" </dev/null &
+        "${PIN_SERVER[@]}" "${cmd[@]}" >>"$d/stdout.log" 2>>"$d/stderr.log" </dev/null &
         SRV_PID=$!
         STARTED_PIDS+=("$SRV_PID")
         SRV_PORT=$port
@@ -218,6 +218,7 @@ server_start() {
         esac
         cat "$d/stderr.log" "$d/error.log" 2>/dev/null | tail -n 5 | sed 's/^/    /' >&2
         stop_pid "$SRV_PID" 2
+        forget_pid "$SRV_PID"
         # retry only if the free port was taken in the meantime
         grep -qi 'in use' "$d/stderr.log" "$d/error.log" 2>/dev/null || break
         : >"$d/stderr.log"; : >"$d/error.log" 2>/dev/null
@@ -228,7 +229,19 @@ server_start() {
 
 server_stop() {
     [ -n "$SRV_PID" ] && stop_pid "$SRV_PID" 5
+    forget_pid "$SRV_PID"
     SRV_PID=
+}
+
+# forget_pid PID: drop a stopped and reaped PID from the exit trap's lists,
+# so that the trap can never signal an unrelated process that reused it.
+forget_pid() {
+    local p keep=()
+    for p in "${STARTED_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    STARTED_PIDS=("${keep[@]}")
+    keep=()
+    for p in "${HELPER_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    HELPER_PIDS=("${keep[@]}")
 }
 
 # stop_all_servers: exit-trap helper; stops only the PIDs we started.

@@ -56,7 +56,7 @@ wrk_once() {
         return 1
     fi
     c0=$(cpu_now)
-    taskset -c "$CLIENT_CPU" timeout $((WRK_SECS + 30)) \
+    "${PIN_CLIENT[@]}" timeout $((WRK_SECS + 30)) \
         wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --timeout 5s \
             --latency -s "$BENCH_DIR/bench.lua" "$@" \
             "http://127.0.0.1:$SRV_PORT$path" >"$raw" 2>&1
@@ -105,7 +105,7 @@ workload_a() {
         pid_alive "$SRV_PID" || { warn "$server died during the sweep"; break; }
         raw="$OUT/raw/$server-a-r$rate.httperf"
         c0=$(cpu_now)
-        taskset -c "$CLIENT_CPU" timeout $((SWEEP_SECS + 30)) \
+        "${PIN_CLIENT[@]}" timeout $((SWEEP_SECS + 30)) \
             httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
                 --http-version 1.1 --rate "$rate" \
                 --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
@@ -183,8 +183,8 @@ workload_e() {
     out="$OUT/raw/$server-e-idle.txt"
     rss0=$(rss_now)
     # no `timeout` wrapper: the helper bounds itself (60 s setup, IDLE_HOLD s
-    # hold) and must receive our USR1 directly; taskset execs it, so $! is it.
-    taskset -c "$CLIENT_CPU" "$PY" "$BENCH_DIR/idle_conns.py" "$SRV_PORT" \
+    # hold) and must receive our USR1 directly; nice and taskset exec, so $! is it.
+    "${PIN_CLIENT[@]}" "$PY" "$BENCH_DIR/idle_conns.py" "$SRV_PORT" \
         "$IDLE_CONNS" "$IDLE_PATH" "$IDLE_HOLD" 60 >"$out" 2>&1 &
     hp=$!
     HELPER_PIDS+=("$hp")
@@ -197,6 +197,7 @@ workload_e() {
     if [ -z "$ready" ]; then
         warn "$server e: idle helper did not get ready"
         stop_pid "$hp" 2
+        forget_pid "$hp"
         echo "$server,e,$label,0,0,0,0,0,,,,,,idle helper failed" >>"$OUT/runs.csv"
         server_stop
         return 1
@@ -213,6 +214,7 @@ workload_e() {
     kill -USR1 "$hp" 2>/dev/null
     for ((i = 0; i < 300; i++)); do pid_alive "$hp" || break; sleep 0.1; done
     stop_pid "$hp" 2
+    forget_pid "$hp"
     alive=$(grep '^ALIVE' "$out")
     log "  $server e: ${alive:-no ALIVE line}"
     # append the survivors to the notes of this server's e rows

@@ -351,10 +351,13 @@ def _(srv):
     chunk = b"%x\r\n" % 60000 + b"x" * 60000 + b"\r\n"
     with srv.conn(timeout=10) as c:
         c.send(request("GET", "/n1.txt", ["Transfer-Encoding: chunked"]))
-        for i in range(10):
-            c.send(chunk)
-            time.sleep(0.02)
-        c.send(b"0\r\n\r\n" + request("GET", "/n2.txt"))
+        try:
+            for i in range(10):
+                c.send(chunk)
+                time.sleep(0.02)
+            c.send(b"0\r\n\r\n" + request("GET", "/n2.txt"))
+        except OSError:
+            pass                # the server gave up on the body: its answer says why
         r = c.response()
         eq(r.status_line, "HTTP/1.1 200 OK", "status")
         eq(r.body, NUMBERED[1], "first body")

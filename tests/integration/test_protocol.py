@@ -59,6 +59,10 @@ def _(srv):
             eq(r.get("Connection"), "keep-alive", "Connection")
             eq(r.body, body, "body")
         c.expect_open(0.2)
+        c.send(request("GET", "/nope", ["Connection: keep-alive"], version="HTTP/1.0"))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 404 Not Found", "404 status")
+        eq(r.get("Connection"), "keep-alive", "Connection on a 404")
         c.send(request("GET", "/hello.txt", version="HTTP/1.0"))
         r = c.response()
         eq(r.get("Connection"), "close", "Connection without keep-alive")
@@ -231,3 +235,27 @@ def _(srv):
             if body is not None:
                 eq(r.body, body, "body for %r" % data[:30])
         c.expect_open(0.2)
+
+
+@test("pipelining: Connection: close in the middle ends the pipeline there")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt") + request("GET", "/n2.txt", ["Connection: close"])
+               + request("GET", "/n3.txt"))
+        eq(c.response().body, NUMBERED[1], "first")
+        r = c.response()
+        eq(r.body, NUMBERED[2], "second")
+        eq(r.get("Connection"), "close", "Connection on the second")
+        c.expect_closed()
+
+
+@test("pipelining: HTTP/1.0 request without keep-alive in a 1.1 pipeline closes")
+def _(srv):
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt") + request("GET", "/n2.txt", version="HTTP/1.0")
+               + request("GET", "/n3.txt"))
+        eq(c.response().body, NUMBERED[1], "first")
+        r = c.response()
+        eq(r.body, NUMBERED[2], "second")
+        eq(r.get("Connection"), "close", "Connection")
+        c.expect_closed()
