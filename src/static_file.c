@@ -18,6 +18,7 @@
 #include "date_cache.h"
 #include "config.h"
 #include "escape.h"
+#include "filecache.h"
 #include "http_date.h"
 #include "log.h"
 #include "mime.h"
@@ -52,6 +53,11 @@ int static_file_init(const char *root)
     root_real_len = strlen(root_real);
     if (root_real_len == 1)         /* root is "/": every path is beneath */
         root_real_len = 0;
+    if (filecache_init(root_fd, cfg.cache_entries, cfg.cache_size, cfg.cache_validate,
+                       cfg.sendfile_min) < 0) {
+        log_errno(LOG_ERROR, "file cache of %u entries", cfg.cache_entries);
+        return -1;
+    }
     return 0;
 }
 
@@ -111,43 +117,34 @@ static int errno_to_status(int e)
     }
 }
 
-static size_t put_hex(char *out, uint64_t v)
-{
-    char tmp[16];
-    size_t n = 0;
-    do {
-        tmp[n++] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    return n;
-}
+/* What a response needs to know about a file, from the cache or from a
+ * fresh open: validators, type, and where the body comes from. */
+struct file_view {
+    int fd;
+    uint64_t size;
+    time_t mtime;
+    unsigned long ino;
+    const char *etag;
+    size_t etag_len;
+    const char *last_modified;
+    const char *type;
+    const char *data;               /* whole body in memory, or NULL */
+    const char *headers;            /* precomputed 200 header lines, or NULL */
+    size_t headers_len;
+};
 
-/* Strong validator: changes whenever size or modification time (to the
- * nanosecond) changes, like lighttpd's (nginx uses mtime-size). */
-static size_t make_etag(char out[64], const struct stat *st)
+/* Sends [off, off+len) of the body.  From memory it joins the pending
+ * headers in one writev; from disk, small ranges are read and large ones
+ * go out with sendfile.  A file that shrank under us makes the promised
+ * Content-Length a lie: the connection is failed (closed). */
+static int send_body(struct conn *c, const struct file_view *f, uint64_t off, uint64_t len)
 {
-    size_t n = 0;
-    out[n++] = '"';
-    n += put_hex(out + n, (uint64_t)st->st_mtim.tv_sec);
-    out[n++] = '.';
-    n += put_hex(out + n, (uint64_t)st->st_mtim.tv_nsec);
-    out[n++] = '-';
-    n += put_hex(out + n, (uint64_t)st->st_size);
-    out[n++] = '"';
-    out[n] = '\0';
-    return n;
-}
-
-/* Sends [off, off+len) of the file.  A file that shrank under us makes the
- * promised Content-Length a lie: the connection is failed (closed). */
-static int send_body(struct conn *c, int fd, uint64_t off, uint64_t len)
-{
-    if (len <= c->scratch_cap) {
+    if (f->data != NULL)
+        return buff_write(&c->out, f->data + off, (size_t)len);
+    if (len < cfg.sendfile_min && len <= c->scratch_cap) {
         size_t done = 0;
         while (done < len) {
-            ssize_t n = pread(fd, c->scratch + done, (size_t)len - done, (off_t)(off + done));
+            ssize_t n = pread(f->fd, c->scratch + done, (size_t)len - done, (off_t)(off + done));
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
@@ -159,7 +156,7 @@ static int send_body(struct conn *c, int fd, uint64_t off, uint64_t len)
         }
         return buff_write(&c->out, c->scratch, (size_t)len);
     }
-    return buff_sendfile(&c->out, fd, (off_t)off, (size_t)len);
+    return buff_sendfile(&c->out, f->fd, (off_t)off, (size_t)len);
 }
 
 static int part_header(char *out, size_t cap, const char *boundary, const char *type,
@@ -170,18 +167,17 @@ static int part_header(char *out, size_t cap, const char *boundary, const char *
                     (unsigned long long)size);
 }
 
-static void send_multipart(struct conn *c, const struct http_request *req, int fd,
-                           const char *type, const struct stat *st, unsigned n,
-                           const char *etag, const char *last_modified)
+static void send_multipart(struct conn *c, const struct http_request *req,
+                           const struct file_view *f, unsigned n)
 {
     static unsigned long counter;
     char boundary[40], ct[80], ph[256];
-    uint64_t size = (uint64_t)st->st_size, total = 0;
+    uint64_t total = 0;
 
-    snprintf(boundary, sizeof boundary, "cowd%08lx%08lx", (unsigned long)st->st_ino ^ ++counter,
+    snprintf(boundary, sizeof boundary, "cowd%08lx%08lx", f->ino ^ ++counter,
              (unsigned long)date_cache_time());
     for (unsigned i = 0; i < n; i++) {
-        int l = part_header(ph, sizeof ph, boundary, type, &c->ranges[i], size);
+        int l = part_header(ph, sizeof ph, boundary, f->type, &c->ranges[i], f->size);
         total += (uint64_t)l + (c->ranges[i].last - c->ranges[i].first + 1);
     }
     total += 2 + 2 + strlen(boundary) + 4;   /* "\r\n--" boundary "--\r\n" */
@@ -190,16 +186,16 @@ static void send_multipart(struct conn *c, const struct http_request *req, int f
     response_begin(c, req, 206);
     response_header(c, "Content-Type", ct);
     response_header_u64(c, "Content-Length", total);
-    response_header(c, "Last-Modified", last_modified);
-    response_header(c, "ETag", etag);
+    response_header(c, "Last-Modified", f->last_modified);
+    response_header(c, "ETag", f->etag);
     response_header(c, "Accept-Ranges", "bytes");
     response_end_headers(c);
     if (req->method == HTTP_HEAD)
         return;
     for (unsigned i = 0; i < n; i++) {
-        int l = part_header(ph, sizeof ph, boundary, type, &c->ranges[i], size);
+        int l = part_header(ph, sizeof ph, boundary, f->type, &c->ranges[i], f->size);
         buff_write(&c->out, ph, (size_t)l);
-        if (send_body(c, fd, c->ranges[i].first, c->ranges[i].last - c->ranges[i].first + 1) < 0)
+        if (send_body(c, f, c->ranges[i].first, c->ranges[i].last - c->ranges[i].first + 1) < 0)
             return;
     }
     buff_puts(&c->out, "\r\n--");
@@ -207,21 +203,14 @@ static void send_multipart(struct conn *c, const struct http_request *req, int f
     buff_puts(&c->out, "--\r\n");
 }
 
-static void send_file(struct conn *c, const struct http_request *req, int fd,
-                      const struct stat *st, const char *name, size_t name_len)
+static void send_file(struct conn *c, const struct http_request *req, const struct file_view *f)
 {
-    char etag[64], last_modified[32];
-    size_t etag_len = make_etag(etag, st);
-    uint64_t size = (uint64_t)st->st_size;
-    const char *type = mime_type_for(name, name_len);
-
-    http_date_format(st->st_mtim.tv_sec, last_modified);
-    struct cond_resource res = { etag, etag_len, st->st_mtim.tv_sec };
+    struct cond_resource res = { f->etag, f->etag_len, f->mtime };
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);
-        response_header(c, "Last-Modified", last_modified);
-        response_header(c, "ETag", etag);
+        response_header(c, "Last-Modified", f->last_modified);
+        response_header(c, "ETag", f->etag);
         response_end_headers(c);
         return;
     }
@@ -234,11 +223,11 @@ static void send_file(struct conn *c, const struct http_request *req, int fd,
      * the client's copy is still the one its ranges refer to. */
     if (req->method == HTTP_GET && req->range.p != NULL && cond_if_range_ok(req, &res)) {
         unsigned n = 0;
-        enum range_result rr = range_parse(req->range.p, req->range.len, size, cfg.max_ranges,
+        enum range_result rr = range_parse(req->range.p, req->range.len, f->size, cfg.max_ranges,
                                            c->ranges, cfg.max_ranges, &n);
         if (rr == RANGE_UNSATISFIABLE) {
             char cr[48];
-            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
+            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)f->size);
             response_error(c, req, 416, "Content-Range", cr);
             return;
         }
@@ -247,33 +236,84 @@ static void send_file(struct conn *c, const struct http_request *req, int fd,
             const struct byte_range *r = &c->ranges[0];
             uint64_t len = r->last - r->first + 1;
             snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)r->first,
-                     (unsigned long long)r->last, (unsigned long long)size);
+                     (unsigned long long)r->last, (unsigned long long)f->size);
             response_begin(c, req, 206);
-            response_header(c, "Content-Type", type);
+            response_header(c, "Content-Type", f->type);
             response_header_u64(c, "Content-Length", len);
             response_header(c, "Content-Range", cr);
-            response_header(c, "Last-Modified", last_modified);
-            response_header(c, "ETag", etag);
+            response_header(c, "Last-Modified", f->last_modified);
+            response_header(c, "ETag", f->etag);
             response_header(c, "Accept-Ranges", "bytes");
             response_end_headers(c);
-            send_body(c, fd, r->first, len);
+            send_body(c, f, r->first, len);
             return;
         }
         if (rr == RANGE_OK && n > 1) {
-            send_multipart(c, req, fd, type, st, n, etag, last_modified);
+            send_multipart(c, req, f, n);
             return;
         }
     }
 
     response_begin(c, req, 200);
-    response_header(c, "Content-Type", type);
-    response_header_u64(c, "Content-Length", size);
-    response_header(c, "Last-Modified", last_modified);
-    response_header(c, "ETag", etag);
-    response_header(c, "Accept-Ranges", "bytes");
+    if (f->headers != NULL) {
+        buff_write(&c->out, f->headers, f->headers_len);
+    } else {
+        response_header(c, "Content-Type", f->type);
+        response_header_u64(c, "Content-Length", f->size);
+        response_header(c, "Last-Modified", f->last_modified);
+        response_header(c, "ETag", f->etag);
+        response_header(c, "Accept-Ranges", "bytes");
+    }
     response_end_headers(c);
-    if (req->method == HTTP_GET && size > 0)
-        send_body(c, fd, 0, size);
+    if (req->method == HTTP_GET && f->size > 0)
+        send_body(c, f, 0, f->size);
+}
+
+static void view_of_entry(struct file_view *v, const struct fc_entry *e)
+{
+    v->fd = e->fd;
+    v->size = e->size;
+    v->mtime = e->mtime.tv_sec;
+    v->ino = (unsigned long)e->ino;
+    v->etag = e->etag;
+    v->etag_len = e->etag_len;
+    v->last_modified = e->last_modified;
+    v->type = e->type;
+    v->data = e->data;
+    v->headers = e->headers;
+    v->headers_len = e->headers_len;
+}
+
+/* Serves the regular file open as fd (closed here), caching it when the
+ * cache takes it; key is the request's normalized path. */
+static void serve_opened(struct conn *c, const struct http_request *req, int fd,
+                         const struct stat *st, const char *name, size_t name_len,
+                         const char *key, size_t key_len)
+{
+    const char *type = mime_type_for(name, name_len);
+    struct fc_entry *e = filecache_put(key, key_len, name + 1, fd, st, type, date_cache_time());
+    struct file_view v;
+    if (e != NULL) {
+        view_of_entry(&v, e);
+        send_file(c, req, &v);
+        filecache_release(e);           /* the cache owns fd now */
+        return;
+    }
+    char etag[64], last_modified[32];
+    v.fd = fd;
+    v.size = (uint64_t)st->st_size;
+    v.mtime = st->st_mtim.tv_sec;
+    v.ino = (unsigned long)st->st_ino;
+    v.etag_len = filecache_make_etag(etag, st);
+    v.etag = etag;
+    http_date_format(st->st_mtim.tv_sec, last_modified);
+    v.last_modified = last_modified;
+    v.type = type;
+    v.data = NULL;
+    v.headers = NULL;
+    v.headers_len = 0;
+    send_file(c, req, &v);
+    close(fd);
 }
 
 /* 301 to the same path with a slash, keeping the query (as nginx does).
@@ -312,8 +352,24 @@ void static_file_serve(struct conn *c, const struct http_request *req)
         response_error(c, req, st_code, NULL, NULL);
         return;
     }
-    /* c->path is "/a/b" (maybe with a trailing '/'); open "a/b" under root */
+    /* The cache is keyed by the normalized path as requested ("/docs/"
+     * maps to the index file, "/docs" never hits: it is a redirect). */
     size_t plen = strlen(c->path);
+    char key[PATH_MAX];
+    size_t key_len = plen < sizeof key ? plen : 0;
+    if (key_len > 0) {
+        memcpy(key, c->path, key_len);
+        struct fc_entry *e = filecache_get(key, key_len, date_cache_time());
+        if (e != NULL) {
+            struct file_view v;
+            view_of_entry(&v, e);
+            send_file(c, req, &v);
+            filecache_release(e);
+            return;
+        }
+    }
+
+    /* c->path is "/a/b" (maybe with a trailing '/'); open "a/b" under root */
     while (plen > 1 && c->path[plen - 1] == '/')
         c->path[--plen] = '\0';
     const char *rel = plen > 1 ? c->path + 1 : ".";
@@ -386,6 +442,9 @@ void static_file_serve(struct conn *c, const struct http_request *req)
         response_error(c, req, 403, NULL, NULL);    /* devices, fifos, sockets */
         return;
     }
-    send_file(c, req, fd, &st, name, name_len);
-    close(fd);
+    if (key_len == 0) {
+        key_len = 1;                    /* too long to cache: "/" never matches it */
+        key[0] = '\0';
+    }
+    serve_opened(c, req, fd, &st, name, name_len, key, key_len);
 }

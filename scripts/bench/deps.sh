@@ -22,7 +22,7 @@ ensure_deps() {
     fi
     log "installing: ${missing[*]}"
     # an empty package list means apt-get update never ran on this machine
-    if [ -z "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v -e lock -e partial)" ]; then
+    if ! compgen -G '/var/lib/apt/lists/*_Packages' >/dev/null; then
         timeout 300 apt-get update -qq >/dev/null 2>&1 || warn "apt-get update failed"
     fi
     if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \

@@ -192,7 +192,7 @@ server_cmd() {
 # a background job, pinned to $SERVER_CPU; wait until it serves /f2k.
 server_start() {
     local name=$1 doc=$2 d=$3 mode=${4:-normal} port cmd=() try
-    SRV_PID= SRV_PORT= SRV_NAME=$name
+    SRV_PID='' SRV_PORT='' SRV_NAME=$name
     mkdir -p "$d"
     if ! server_available "$name"; then
         if [ "$name" = cowd+log ] && [ -x "$COWD_BIN" ]; then

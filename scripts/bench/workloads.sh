@@ -70,8 +70,15 @@ wrk_once() {
     local rss note="${RUN_NOTE:-}"
     rss=$(rss_now)
     pid_alive "$SRV_PID" || note="${note:+$note; }server died during run"
-    # shellcheck disable=SC2086
-    eval "local ${line#BENCH }"   # requests=.. duration_us=.. err_*=.. lat_*=..
+    # the BENCH line from bench.lua: requests=.. duration_us=.. err_*=.. lat_*=..
+    local kv requests=0 duration_us=0 err_connect=0 err_read=0 err_write=0 \
+        err_status=0 err_timeout=0 lat_mean_us=0 lat_p99_us=0
+    for kv in ${line#BENCH }; do
+        case ${kv%%=*} in
+            requests|duration_us|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us)
+                printf -v "${kv%%=*}" '%s' "${kv#*=}" ;;
+        esac
+    done
     awk -v s="$server" -v w="$wl" -v l="$label" -v r="$rep" \
         -v req="$requests" -v dur="$duration_us" -v ec="$err_connect" \
         -v er="$err_read" -v ew="$err_write" -v es="$err_status" \

@@ -2,6 +2,7 @@
 
 import email.utils
 import re
+import os
 import time
 
 from cowdtest import (DATA, DIGITS, DIR_INDEX, DIR_OTHER, HELLO, INDEX, ROOT_OTHER, WEIRD, WEIRD_NAME,
@@ -162,7 +163,7 @@ def _(srv):
     eq(r.status_line, OK, "IUS newer")
 
 
-@test("cond: ETag changes when the file changes")
+@test("cond: ETag changes when the file changes", ["--cache-validate", "0"])
 def _(srv):
     srv.root.write("changing.txt", b"one\n")
     et1, _ = validators(srv, "/changing.txt")
@@ -172,6 +173,43 @@ def _(srv):
     eq(r.status_line, OK, "old ETag no longer matches")
     eq(r.body, b"two!\n", "new content")
     check(r.get("ETag") != et1, "ETag changed")
+
+
+@test("cache: a changed file is served within --cache-validate seconds")
+def _(srv):
+    srv.root.write("cached.txt", b"first version\n")
+    r = srv.get("/cached.txt")
+    eq(r.body, b"first version\n", "first body")
+    srv.root.write("cached.txt", b"second, longer version\n")
+    r = srv.get("/cached.txt")
+    # within the second the cached snapshot may still be served, but always
+    # whole and consistent with its own Content-Length
+    check(r.body in (b"first version\n", b"second, longer version\n"), "consistent body")
+    eq(r.get("Content-Length"), str(len(r.body)), "length matches body")
+    time.sleep(1.2)
+    r = srv.get("/cached.txt")
+    eq(r.body, b"second, longer version\n", "new body after revalidation")
+
+
+@test("cache: a file truncated under the cache is never served with a wrong length",
+      ["--cache-validate", "0", "--sendfile-min", "1k"])
+def _(srv):
+    srv.root.write("shrink.bin", b"x" * 100000)
+    r = srv.get("/shrink.bin")
+    eq(len(r.body), 100000, "full body")
+    srv.root.write("shrink.bin", b"y" * 10)
+    r = srv.get("/shrink.bin")
+    eq(r.get("Content-Length"), "10", "new length")
+    eq(r.body, b"y" * 10, "new body")
+
+
+@test("cache: a file replaced by rename is noticed", ["--cache-validate", "0"])
+def _(srv):
+    srv.root.write("swap.txt", b"AAAA")
+    eq(srv.get("/swap.txt").body, b"AAAA", "before")
+    srv.root.write("swap.tmp", b"BBBB")
+    os.rename(os.path.join(srv.root.path, "swap.tmp"), os.path.join(srv.root.path, "swap.txt"))
+    eq(srv.get("/swap.txt").body, b"BBBB", "after rename")
 
 
 # ---- ranges -----------------------------------------------------------------
