@@ -339,6 +339,7 @@ static int t_reader_writer(void)
             pth_nap(pth_time(0, 1000));
     }
     CHECK(w.n == 100000);
+    CHECK(got >= 100000);
     CHECK(pth_join(tw, NULL) && pth_join(tr, NULL));
     return 1;
 }
