@@ -1,0 +1,97 @@
+"""Scale: thousands of idle connections and descriptors far above FD_SETSIZE.
+
+The patched Pth scheduler has no FD_SETSIZE ceiling, and idle connections are
+parked off the handler pool (src/park.c), so these must all work with the
+default 256 handler threads.
+"""
+import os
+import resource
+import socket
+import time
+
+from cowdtest import TestFailure, TestSkip, check, eq, test
+
+HELLO_REQ = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n"
+
+
+def raise_nofile(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= n:
+        return
+    if hard != resource.RLIM_INFINITY and hard < n:
+        raise TestSkip("RLIMIT_NOFILE hard limit %d < %d" % (hard, n))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
+def worker_fds(srv):
+    """Highest open descriptor number of the server's worker process."""
+    best = -1
+    for pid in srv.children() or [srv.proc.pid]:
+        try:
+            fds = [int(x) for x in os.listdir("/proc/%d/fd" % pid)]
+        except OSError:
+            continue
+        best = max(best, max(fds))
+    return best
+
+
+def get_on(sock):
+    sock.sendall(HELLO_REQ)
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"Hello, world!\n"):
+        d = sock.recv(65536)
+        if not d:
+            break
+        data += d
+    return data
+
+
+@test("scale: a request on a connection whose server descriptor is above 4000 succeeds",
+      ["--user", "root", "--keepalive-timeout", "60", "--header-timeout", "60"])
+def _(srv):
+    raise_nofile(9000)
+    socks = []
+    try:
+        for _ in range(4100):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            socks.append(s)
+        # the server accepts them all; its descriptors now go above 4000
+        deadline = time.time() + 20
+        while time.time() < deadline and worker_fds(srv) < 4000:
+            time.sleep(0.1)
+        top = worker_fds(srv)
+        check(top >= 4000, "server holds descriptors above 4000 (highest %d)" % top)
+        # the newest connections have the highest server-side descriptors
+        for s in socks[-5:] + socks[:5]:
+            data = get_on(s)
+            check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 on a high descriptor: %r" % data[:80])
+            check(data.endswith(b"Hello, world!\n"), "body")
+    finally:
+        for s in socks:
+            s.close()
+
+
+@test("scale: 5000 idle keep-alive connections do not block a new client",
+      ["--user", "root", "--keepalive-timeout", "60"])
+def _(srv):
+    raise_nofile(12000)
+    socks = []
+    try:
+        for _ in range(5000):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            socks.append(s)
+        # every one has served a request and now idles on keep-alive
+        for s in socks[::50]:
+            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "idle connection served")
+        t0 = time.time()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as n:
+            data = get_on(n)
+        dt = time.time() - t0
+        check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "new client served")
+        check(dt < 2.0, "new client served promptly (%.2fs) with 5000 idle connections" % dt)
+        # and the idle ones are still alive afterwards
+        for s in socks[1::250]:
+            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "idle connection still served")
+    finally:
+        for s in socks:
+            s.close()
