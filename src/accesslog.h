@@ -12,9 +12,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "autoconfig.h"
 #include "connection.h"
 
 enum { ACCESSLOG_COMMON = 0, ACCESSLOG_COMBINED = 1 };
+
+#ifdef COWD_ACCESS_LOG
 
 /* Master, at start-up: opens (creating) path for appending; the descriptor
  * is inherited by the workers.  0, or -1 with errno. */
@@ -47,5 +50,18 @@ static inline void accesslog_request(const struct conn *c, const struct http_req
     if (accesslog_fd >= 0)
         accesslog_write(c, req, mark);
 }
+
+#else   /* configured with --disable-access-log: nothing on the request path */
+static inline int accesslog_open(const char *path, int format)
+{ (void)path; (void)format; return 0; }
+static inline int accesslog_chown(uid_t uid, gid_t gid) { (void)uid; (void)gid; return 0; }
+static inline int accesslog_reopen(void) { return 0; }
+static inline int accesslog_start(void) { return 0; }
+static inline void accesslog_flush(void) { }
+static inline uint64_t accesslog_mark(const struct conn *c) { (void)c; return 0; }
+static inline void accesslog_request(const struct conn *c, const struct http_request *req,
+                                     uint64_t mark)
+{ (void)c; (void)req; (void)mark; }
+#endif
 
 #endif

@@ -290,3 +290,11 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
         return CHUNKED_ERROR;
     return CHUNKED_MORE;
 }
+
+uint64_t chunked_announced(const struct chunked_state *st)
+{
+    /* Past S_SIZE the chunk-size is complete and `remaining` is what the chunk still owes;
+     * before it, `remaining` is a chunk-size still being read and promises nothing yet. */
+    uint64_t owed = st->state > S_SIZE && st->state <= S_DATA ? st->remaining : 0;
+    return st->data_total > UINT64_MAX - owed ? UINT64_MAX : st->data_total + owed;
+}

@@ -35,4 +35,10 @@ enum chunked_result { CHUNKED_MORE, CHUNKED_DONE, CHUNKED_ERROR };
 enum chunked_result chunked_feed(struct chunked_state *, const char *in, size_t len, size_t *consumed,
                                  uint64_t *data_bytes);
 
+/* Data bytes the body has committed to so far: those consumed plus what is still owed of a
+ * chunk whose size has been read (saturating at UINT64_MAX). A cap checked against this trips
+ * as soon as a chunk-size line announces too much, not only after the bytes have been read, so
+ * "ffffffffffffffff" + a trickle of data is refused at once, like an over-large Content-Length. */
+uint64_t chunked_announced(const struct chunked_state *);
+
 #endif

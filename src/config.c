@@ -277,7 +277,14 @@ int config_parse(int argc, char **argv)
             return -1;
 #endif
         case OPT_SHUTDOWN_TIMEOUT: NUM(shutdown_timeout, 0, 86400, 0); break;
-        case OPT_ACCESS_LOG: cfg.access_log = optarg; break;
+        case OPT_ACCESS_LOG:
+#ifdef COWD_ACCESS_LOG
+            cfg.access_log = optarg;
+            break;
+#else
+            fprintf(stderr, "cowd: --access-log: this build has no access log (configured with --disable-access-log)\n");
+            return -1;
+#endif
         case OPT_LOG_FORMAT:
             if (strcmp(optarg, "common") == 0) cfg.log_format = 0;
             else if (strcmp(optarg, "combined") == 0) cfg.log_format = 1;

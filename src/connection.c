@@ -187,7 +187,7 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
     for (;;) {
         if (r == CHUNKED_ERROR)
             return 400;
-        if (data > cfg.max_body_discard)
+        if (chunked_announced(&cs) > cfg.max_body_discard)   /* refuse what is merely promised, too */
             return 413;
         if (r == CHUNKED_DONE)
             return 0;

@@ -523,6 +523,21 @@ static int find_line_end(const char *buf, size_t pos, size_t window, size_t cont
     return 0;
 }
 
+/* The request-line is longer than max_request_line; line holds its first n bytes. RFC 9112 §3
+ * wants 414 for a target too long to parse, but a method longer than any we implement SHOULD be
+ * 501: so if no SP ended the method within the limit, it is the method that is too long. A byte
+ * that cannot be in a method before the first SP makes the line malformed (400) whatever its
+ * length. Decided from bytes within the limit only, so the verdict does not depend on splits. */
+static int overlong_line_status(const char *line, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_tchar((unsigned char)line[i]))
+        i++;
+    if (i == n)
+        return 501;
+    return i > 0 && line[i] == ' ' ? 414 : 400;
+}
+
 static enum http_parse_result fail(struct http_request *req, int *status, int code)
 {
     req->keep_alive = 0;
@@ -564,7 +579,7 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     size_t line_end, next;
     int found = find_line_end(buf, pos, window, lim->max_request_line, &line_end, &next);
     if (found == -2)
-        return fail(req, status, 414);
+        return fail(req, status, overlong_line_status(buf + pos, lim->max_request_line));
     if (found == -1)
         return fail(req, status, 400);
     if (found == 0)

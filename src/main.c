@@ -127,5 +127,6 @@ int main(int argc, char **argv)
     };
     rc = master_run(&ms);
     daemon_remove_pid_file();
+    free(lfds);
     return rc;
 }

@@ -72,6 +72,7 @@ static void *drain_main(void *arg)
     io_deadline(&deadline, cfg.shutdown_timeout);
     for (;;) {
         close_idle();
+        park_close_all();           /* parked connections wait for a request: close them */
         unsigned n = busy();
         if (n == 0)
             worker_exit();

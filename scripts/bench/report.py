@@ -93,6 +93,8 @@ def summarize_runs(rows):
         m = {"reps": len(good), "note": "; ".join(notes)}
         if good:
             m["rps"] = median([fnum(r["rps"]) for r in good])
+            m["rps_min"] = min(fnum(r["rps"], 0) for r in good)
+            m["rps_max"] = max(fnum(r["rps"], 0) for r in good)
             m["errors"] = sum(int(fnum(r["errors"], 0)) for r in good)
             m["replies"] = sum(int(fnum(r["replies"], 0)) for r in good)
             m["lat_avg"] = median([fnum(r["lat_avg_ms"]) for r in good])
@@ -193,7 +195,8 @@ def main():
     if env.get("note"):
         md.append(f"- note: {env['note']}")
     md.append("")
-    md.append("Columns: replies/s = successful (2xx) replies per second; errors = all "
+    md.append("Columns: replies/s = successful (2xx) replies per second (with several "
+              "runs: the median, then the range in parentheses); errors = all "
               "client-seen errors; latency from the load generator (httperf: average "
               "reply time, no p99); CPU = server process tree utime+stime from /proc; "
               "server CPU % = that CPU time over the run's duration (a closed-loop run "
@@ -271,7 +274,10 @@ def main():
             md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for s in sorted(per, key=server_rank):
                 m = per[s]
-                md.append(f"| {s} | {fmt(m.get('rps'))} | {m.get('errors', '–')} | "
+                rps = fmt(m.get("rps"))
+                if m["reps"] > 1:
+                    rps += f" ({fmt(m['rps_min'])}–{fmt(m['rps_max'])})"
+                md.append(f"| {s} | {rps} | {m.get('errors', '–')} | "
                           f"{fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
                           f"{fmt(m.get('cpu_per_1k'), 3)} | {fmt(m.get('per_cpu_s'))} | "
                           f"{fmt(m.get('cpu_pct'))} | "

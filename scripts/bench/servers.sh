@@ -21,7 +21,7 @@
 #                     handler per connection needs > 10,000 idle + 50 active)
 #   COWD_FLAGS        extra cowd flags, word-split (added last, so they win
 #                     over the equivalence flags below if cowd takes the last)
-# cowd also gets --max-keepalive-requests 1000000, --keepalive-timeout 120,
+# cowd also gets --workers 1, --max-keepalive-requests 1000000, --keepalive-timeout 120,
 # --header-timeout 120 and --max-connections MAX_CONNS when its --help lists
 # them (the peers' equivalent settings).
 # The pseudo-server "cowd+log" is cowd with --access-log DIR/access.log
@@ -60,6 +60,7 @@ cowd_has_flag() {
 # timeouts far above the test, connection limit), for the flags this cowd
 # build has; one word a line.
 cowd_equiv_flags() {
+    cowd_has_flag --workers && printf '%s\n' --workers 1
     cowd_has_flag --max-keepalive-requests && printf '%s\n' --max-keepalive-requests 1000000
     cowd_has_flag --keepalive-timeout && printf '%s\n' --keepalive-timeout 120
     cowd_has_flag --header-timeout && printf '%s\n' --header-timeout 120

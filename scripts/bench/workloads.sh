@@ -125,9 +125,9 @@ workload_a() {
         rps=$(echo "$vals" | cut -d, -f4); ms=$(echo "$vals" | cut -d, -f6)
         errs=$(echo "$vals" | cut -d, -f7)
         log "  $server a: rate $rate conn/s -> $rps replies/s, $ms ms, errors $errs"
-        if [ "$steps_after" -ge 0 ]; then
+        if [ "$steps_after" -ge 0 ]; then   # counting the steps past errors
             steps_after=$((steps_after - 1))
-            [ "$steps_after" -lt 0 ] && break
+            [ "$steps_after" -le 0 ] && break
         elif [ "$errs" -gt 0 ]; then
             steps_after=$SWEEP_AFTER_ERRORS
             [ "$steps_after" -le 0 ] && break

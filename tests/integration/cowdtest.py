@@ -26,10 +26,14 @@ import sys
 import tempfile
 import time
 
-TIMEOUT = 5.0           # default socket timeout of every test connection
-
 COWD = os.environ.get("COWD", "")
 SRCDIR = os.environ.get("COWD_SRCDIR", "")
+# COWD_WRAPPER: a command line prefixed to the server's (e.g. valgrind ...),
+# which then gets 4x the time to start and to answer
+WRAPPER = os.environ.get("COWD_WRAPPER", "").split()
+SLOW = 4 if WRAPPER else 1
+
+TIMEOUT = 5.0 * SLOW    # default socket timeout of every test connection
 
 
 class TestFailure(Exception):
@@ -408,11 +412,11 @@ class Server:
             port = free_port()
             fd, self.err_path = tempfile.mkstemp(prefix="cowd-stderr-", dir=self.root.tmp)
             self.err_file = os.fdopen(fd, "w+b")
-            cmd = [COWD, "--listen", "127.0.0.1:%d" % port, "--root", self.root_dir] + self.args
+            cmd = WRAPPER + [COWD, "--listen", "127.0.0.1:%d" % port, "--root", self.root_dir] + self.args
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.err_file,
                                          stderr=self.err_file)
             self.port = port
-            deadline = time.time() + 10
+            deadline = time.time() + 10 * SLOW
             while time.time() < deadline:
                 if self.proc.poll() is not None:
                     break
@@ -490,7 +494,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(3)
+                self.proc.wait(3 * SLOW)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

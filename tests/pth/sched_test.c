@@ -617,6 +617,12 @@ static int t_suspend_resume(void)
     return 1;
 }
 
+static void *nocancel_reader(void *arg)
+{
+    pth_cancel_state(PTH_CANCEL_DISABLE, NULL);
+    return reader_thread(arg);
+}
+
 /* cancel (deferred) and abort (async) of waiting threads */
 static int t_cancel_waiting(void)
 {
@@ -651,6 +657,25 @@ static int t_cancel_waiting(void)
     CHECK(pth_write(s[1], "a", 1) == 1);
     CHECK(pth_join(t, NULL));
     CHECK(r2.n == 1 && r2.buf[0] == 'a' && !r.done);
+
+    /* cancellation disabled: the request neither wakes nor spins it */
+    memset(&r, 0, sizeof(r));
+    r.fd = s[0];
+    t = spawn(nocancel_reader, &r, 0);
+    pth_yield(NULL);
+    CHECK(pth_cancel(t));
+    pth_nap(pth_time(0, 50000));
+    {
+        pth_attr_t a = pth_attr_of(t);
+        int dispatches = 0;
+        CHECK(pth_attr_get(a, PTH_ATTR_DISPATCHES, &dispatches));
+        pth_attr_destroy(a);
+        CHECK(dispatches < 5);
+    }
+    CHECK(!r.done);
+    CHECK(pth_write(s[1], "d", 1) == 1);
+    CHECK(pth_join(t, &v));
+    CHECK(r.done && r.n == 1 && r.buf[0] == 'd');
     close(s[0]); close(s[1]);
     return 1;
 }

@@ -284,6 +284,38 @@ START_TEST(sticky_end_states)
 }
 END_TEST
 
+/* chunked_announced: consumed data plus what a chunk whose size line was read still owes. */
+START_TEST(announced)
+{
+    struct chunked_state st;
+    size_t used;
+    uint64_t data;
+    chunked_init(&st);
+    ck_assert_uint_eq(chunked_announced(&st), 0);
+    /* a size still being read promises nothing */
+    ck_assert_int_eq(chunked_feed(&st, "fffff", 5, &used, &data), CHUNKED_MORE);
+    ck_assert_uint_eq(chunked_announced(&st), 0);
+    /* once the line ends (or an extension starts) the whole chunk is owed */
+    ck_assert_int_eq(chunked_feed(&st, ";a=b", 4, &used, &data), CHUNKED_MORE);
+    ck_assert_uint_eq(chunked_announced(&st), 0xfffff);
+    ck_assert_int_eq(chunked_feed(&st, "\r\nabc", 5, &used, &data), CHUNKED_MORE);
+    ck_assert_uint_eq(data, 3);
+    ck_assert_uint_eq(chunked_announced(&st), 0xfffff);
+
+    chunked_init(&st);
+    ck_assert_int_eq(chunked_feed(&st, "3\r\nabc\r\n", 8, &used, &data), CHUNKED_MORE);
+    ck_assert_uint_eq(chunked_announced(&st), 3);
+    ck_assert_int_eq(chunked_feed(&st, "ffffffffffffffff\r\nx", 19, &used, &data), CHUNKED_MORE);
+    ck_assert_uint_eq(data, 4);
+    ck_assert_uint_eq(chunked_announced(&st), UINT64_MAX);      /* saturates */
+    ck_assert_int_eq(chunked_feed(&st, "", 0, &used, &data), CHUNKED_MORE);
+
+    chunked_init(&st);
+    ck_assert_int_eq(chunked_feed(&st, "2\r\nab\r\n0\r\nX: y\r\n\r\n", 18, &used, &data), CHUNKED_DONE);
+    ck_assert_uint_eq(chunked_announced(&st), 2);
+}
+END_TEST
+
 START_TEST(large_chunk_streamed)
 {
     static char buf[70000];
@@ -314,6 +346,7 @@ static Suite *suite(void)
     tcase_add_test(tc, trailer_budget);
     tcase_add_test(tc, sticky_end_states);
     tcase_add_test(tc, large_chunk_streamed);
+    tcase_add_test(tc, announced);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -262,6 +262,53 @@ START_TEST(request_line_length)
 }
 END_TEST
 
+/* An over-long request-line whose method alone exceeds the limit is 501 (RFC 9112 §3: a method
+ * longer than any implemented SHOULD be 501), not 414; garbage before the first SP stays 400. */
+START_TEST(request_line_length_method)
+{
+    /* LIM.max_request_line == 64 */
+    char buf[256];
+    memset(buf, 0, sizeof buf);
+    memset(buf, 'A', 100);
+    strcpy(buf + 100, " / HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 501);
+    buf[65] = '\0';               /* no SP yet, already too long */
+    EXPECT_STATUS(buf, 501);
+    buf[64] = '\0';
+    expect_incomplete(buf);
+
+    /* the method ends within the limit: the target is what is too long */
+    memset(buf, 0, sizeof buf);
+    memset(buf, 'A', 20);
+    buf[20] = ' ';
+    buf[21] = '/';
+    memset(buf + 22, 'a', 100);
+    strcpy(buf + 122, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 414);
+
+    /* a method exactly up to the limit, SP as the first byte past it: still the method */
+    memset(buf, 0, sizeof buf);
+    memset(buf, 'A', 64);
+    strcpy(buf + 64, " / HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 501);
+
+    /* bytes that cannot be in a method */
+    memset(buf, 0, sizeof buf);
+    memset(buf, 'A', 10);
+    buf[10] = '(';
+    memset(buf + 11, 'a', 100);
+    strcpy(buf + 111, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 400);
+    memset(buf, 0, sizeof buf);
+    memset(buf, 0x01, 100);
+    EXPECT_STATUS_N(buf, 100, 400);
+    memset(buf, 0, sizeof buf);
+    buf[0] = ' ';
+    memset(buf + 1, 'a', 100);
+    EXPECT_STATUS(buf, 400);
+}
+END_TEST
+
 START_TEST(versions)
 {
     struct http_request r = EXPECT_OK("GET / HTTP/1.0\r\n\r\n");
@@ -683,6 +730,7 @@ static Suite *suite(void)
     tcase_add_test(tc, methods);
     tcase_add_test(tc, unknown_method_501);
     tcase_add_test(tc, request_line_length);
+    tcase_add_test(tc, request_line_length_method);
     tcase_add_test(tc, versions);
     tcase_add_test(tc, absolute_form);
     tcase_add_test(tc, other_target_forms);

@@ -1,0 +1,124 @@
+"""Hostile inputs, table-driven: every row of tests/hostile/cases.tsv is one test.
+
+A row gives the raw request bytes, the exact status line of each response
+they must produce (in order), what each response body must be, whether the
+connection must then close, and the RFC section (or CVE class) behind it.
+The table format is described in tests/hostile/README.md.
+
+Per case this checks: the exact status lines; the bodies named by the table;
+that no response header is one cowd never sends (an injected header) and that
+no header value carries a NUL; "close" → `Connection: close` on the last
+response and the server closes without sending anything more (so nothing
+pipelined behind the hostile request was executed); "keep" → the same
+connection still serves a normal GET.  The harness then checks that a new
+connection is served and that no sanitizer report or crash happened.
+"""
+
+import os
+import re
+
+from cowdtest import SRCDIR, Closed, TestFailure, check, eq, request, test
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TABLE = os.path.join(SRCDIR or os.path.join(HERE, "..", ".."), "tests", "hostile", "cases.tsv")
+
+# every header cowd may send; anything else in a response was injected
+KNOWN_HEADERS = {"date", "server", "connection", "content-type", "content-length", "last-modified",
+                 "etag", "accept-ranges", "content-range", "allow", "location"}
+
+COLUMNS = ["id", "category", "request", "expect", "bodies", "connection", "headers", "ref", "note"]
+
+_REPEAT = re.compile(r"\{\{([0-9]+)\*(.*?)\}\}")
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|[rnt\\])|\\")
+
+
+def unescape(s):
+    """The table's escaped text -> bytes: \\r \\n \\t \\\\ \\xHH, and {{N*TEXT}}
+    for TEXT repeated N times (TEXT itself escaped)."""
+    s = _REPEAT.sub(lambda m: m.group(2) * int(m.group(1)), s)
+
+    def one(m):
+        e = m.group(1)
+        if e is None:
+            raise ValueError("unknown escape in %r" % s[:80])
+        if e[0] == "x":
+            return chr(int(e[1:], 16))
+        return {"r": "\r", "n": "\n", "t": "\t", "\\": "\\"}[e]
+    return _ESCAPE.sub(one, s).encode("latin-1")
+
+
+def load_table(path=TABLE):
+    cases = []
+    with open(path, encoding="ascii") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if fields[0] == "id":
+                if fields != COLUMNS:
+                    raise ValueError("%s:%d: columns %r, want %r" % (path, lineno, fields, COLUMNS))
+                continue
+            if len(fields) != len(COLUMNS):
+                raise ValueError("%s:%d: %d fields, want %d" % (path, lineno, len(fields), len(COLUMNS)))
+            case = dict(zip(COLUMNS, fields))
+            case["data"] = unescape(case["request"])
+            case["expects"] = case["expect"].split(" | ")
+            case["body_specs"] = case["bodies"].split(" | ")
+            if len(case["body_specs"]) != len(case["expects"]):
+                raise ValueError("%s:%d: %d bodies for %d responses" % (path, lineno, len(case["body_specs"]),
+                                                                       len(case["expects"])))
+            if case["connection"] not in ("close", "keep", "any"):
+                raise ValueError("%s:%d: connection %r" % (path, lineno, case["connection"]))
+            cases.append(case)
+    return cases
+
+
+def check_not_injected(r, case):
+    for name, value in r.headers:
+        check(name.lower() in KNOWN_HEADERS,
+              "%s: response carries header %r (injected?): %r" % (case["id"], name, r.raw_head[:400]))
+        check("\x00" not in value, "%s: NUL in response header %s" % (case["id"], name))
+
+
+def run_case(srv, case):
+    files = srv.root.files
+    with srv.conn(timeout=10) as c:
+        try:
+            c.send(case["data"])
+        except (BrokenPipeError, ConnectionResetError):
+            pass                    # the server refused early; its answer is still to be read
+        r = None
+        for i, (want, spec) in enumerate(zip(case["expects"], case["body_specs"])):
+            method = "HEAD" if spec == "HEAD" else "GET"
+            r = c.response(method)
+            eq(r.status_line, want, "%s: response %d status" % (case["id"], i + 1))
+            check_not_injected(r, case)
+            if spec.startswith("="):
+                eq(r.body, files[spec[1:]], "%s: response %d body (%s)" % (case["id"], i + 1, spec[1:]))
+            if i == 0 and case["headers"] != "-":
+                for h in case["headers"].split(" | "):
+                    name, value = h.split(": ", 1)
+                    eq(r.get(name), value, "%s: %s" % (case["id"], name))
+        if case["connection"] == "close":
+            eq(r.get("Connection"), "close", "%s: Connection on the last response" % case["id"])
+            c.expect_closed()
+        elif case["connection"] == "keep":
+            check(r.get("Connection") != "close", "%s: Connection: close on a kept connection" % case["id"])
+            try:
+                c.send(request("GET", "/hello.txt"))
+                r = c.response()
+            except (OSError, Closed) as e:
+                raise TestFailure("%s: connection not usable after the case: %s" % (case["id"], e))
+            eq(r.status_line, "HTTP/1.1 200 OK", "%s: normal GET on the same connection" % case["id"])
+            eq(r.body, files["hello.txt"], "%s: normal GET body" % case["id"])
+
+
+def _register():
+    for case in load_table():
+        def t(srv, case=case):
+            run_case(srv, case)
+        test("hostile: %s" % case["id"])(t)
+
+
+_register()
