@@ -200,11 +200,28 @@ static char *put_peer(char *o, const struct sockaddr_storage *ss)
             addr = a6;
         }
     }
-    if (addr == NULL || inet_ntop(family, addr, o, INET6_ADDRSTRLEN) == NULL) {
+    if (addr == NULL) {
         *o = '-';
         return o + 1;
     }
-    return o + strlen(o);
+    /* keep-alive: the same peer many times in a row; inet_ntop once */
+    static int last_family;
+    static unsigned char last_addr[16];
+    static char last_text[INET6_ADDRSTRLEN];
+    static size_t last_len;
+    size_t alen = family == AF_INET ? 4 : 16;
+    if (family != last_family || memcmp(addr, last_addr, alen) != 0) {
+        if (inet_ntop(family, addr, last_text, sizeof last_text) == NULL) {
+            last_family = 0;
+            *o = '-';
+            return o + 1;
+        }
+        last_family = family;
+        memcpy(last_addr, addr, alen);
+        last_len = strlen(last_text);
+    }
+    memcpy(o, last_text, last_len);
+    return o + last_len;
 }
 
 void accesslog_write(const struct conn *c, const struct http_request *req, uint64_t mark)

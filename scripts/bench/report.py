@@ -33,6 +33,7 @@ WL_TITLES = {
     "e": "(e) 12.5 KB keep-alive while idle keep-alive connections are held open",
 }
 PEER_EXCLUDE = ("cowd", "cowd+log")
+STARVED_PCT = 60  # closed-loop server below this CPU share: throughput suspect
 
 
 def fnum(x, default=None):
@@ -106,6 +107,8 @@ def summarize_runs(rows):
             m["rss_mib"] = median([fnum(r["rss_kb"], 0) / 1024 for r in good])
             m["cpu_pct"] = median([100 * fnum(r["cpu_s"], 0) / fnum(r["duration_s"])
                                    for r in good])
+            m["client_pct"] = median([100 * fnum(r.get("client_cpu_s"), 0) / fnum(r["duration_s"])
+                                      for r in good if r.get("client_cpu_s")])
             details = [r["err_detail"] for r in good if int(fnum(r["errors"], 0)) > 0]
             if details:
                 m["note"] = "; ".join(filter(None, [m["note"], details[0]]))
@@ -199,9 +202,10 @@ def main():
               "runs: the median, then the range in parentheses); errors = all "
               "client-seen errors; latency from the load generator (httperf: average "
               "reply time, no p99); CPU = server process tree utime+stime from /proc; "
-              "server CPU % = that CPU time over the run's duration (a closed-loop run "
-              "well under 100 % means the server was starved by other work on its core, "
-              "or the client was the limit); ratios compare cowd with the best peer "
+              "server CPU % = that CPU time over the run's duration, client CPU % the "
+              "same for wrk (a closed-loop run with the server well under 100 % means it "
+              "was starved by other work on its core, or, if the client is near 100 %, "
+              "that the client was the limit); ratios compare cowd with the best peer "
               "(nginx, lighttpd, h2o) on each metric. Replies per CPU-second is the "
               "figure least disturbed by other load on the machine.")
     md.append("")
@@ -270,8 +274,9 @@ def main():
             md.append(f"**{label}**")
             md.append("")
             md.append("| server | replies/s | errors | latency avg ms | latency p99 ms | "
-                      "CPU s / 1k replies | replies / CPU s | server CPU % | RSS MiB | runs | note |")
-            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+                      "CPU s / 1k replies | replies / CPU s | server CPU % | client CPU % | "
+                      "RSS MiB | runs | note |")
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for s in sorted(per, key=server_rank):
                 m = per[s]
                 rps = fmt(m.get("rps"))
@@ -280,7 +285,7 @@ def main():
                 md.append(f"| {s} | {rps} | {m.get('errors', '–')} | "
                           f"{fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
                           f"{fmt(m.get('cpu_per_1k'), 3)} | {fmt(m.get('per_cpu_s'))} | "
-                          f"{fmt(m.get('cpu_pct'))} | "
+                          f"{fmt(m.get('cpu_pct'))} | {fmt(m.get('client_pct'))} | "
                           f"{fmt(m.get('rss_mib'), 1)} | {m['reps']} | {m['note']} |")
                 summary_rows.append((wl, label, s, m))
             md += ["", ratio_line(per), ""]
@@ -295,16 +300,31 @@ def main():
     # ---- headline -------------------------------------------------------------
     head = ["## Summary: cowd / best peer", "",
             "| workload | best peer replies/s | cowd replies/s | throughput ratio | "
-            "best peer replies/CPU-s | cowd replies/CPU-s | efficiency ratio |",
-            "|---|---|---:|---:|---|---:|---:|"]
+            "best peer replies/CPU-s | cowd replies/CPU-s | efficiency ratio | "
+            "server CPU % (cowd / best peer) |",
+            "|---|---|---:|---:|---|---:|---:|---|"]
+    starved = False
     for wl, label, per in headline:
         bs, bv = best_peer(per, "rps")
         es, ev = best_peer(per, "per_cpu_s")
         c = per.get("cowd", {})
+        cpu = "–"
+        if wl != "a":
+            cc, bc = c.get("cpu_pct"), per.get(bs, {}).get("cpu_pct") if bs else None
+            cpu = f"{fmt(cc)} / {fmt(bc)}"
+            if any(x is not None and x < STARVED_PCT for x in (cc, bc)):
+                cpu += " ⚠"
+                starved = True
         head.append(f"| {wl}: {label} | {bs or '–'} {fmt(bv)} | {fmt(c.get('rps'))} | "
                     f"{ratio(c.get('rps'), bv)} | {es or '–'} {fmt(ev)} | "
-                    f"{fmt(c.get('per_cpu_s'))} | {ratio(c.get('per_cpu_s'), ev)} |")
+                    f"{fmt(c.get('per_cpu_s'))} | {ratio(c.get('per_cpu_s'), ev)} | {cpu} |")
     head.append("")
+    if starved:
+        head.append(f"⚠ = a closed-loop wrk run in which the server used less than "
+                    f"{STARVED_PCT} % of its core: it was starved by other work on the "
+                    "machine (or the client was the limit), so its replies/s understate it; "
+                    "compare replies per CPU-second, or rerun on a quiet machine.")
+        head.append("")
     insert_at = next(i for i, line in enumerate(md) if line.startswith("## ")) if any(
         line.startswith("## ") for line in md) else len(md)
     md[insert_at:insert_at] = head

@@ -15,7 +15,7 @@
 
 HELPER_PIDS=()   # idle-connection helpers we started, for the exit trap
 
-RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note"
+RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s"
 SWEEP_HEADER="server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s"
 
 init_results() {
@@ -25,6 +25,21 @@ init_results() {
 }
 
 cpu_now() { proc_tree_stats "$SRV_PID" | cut -d' ' -f1; }
+
+# children_cpu: CPU seconds (user+sys) of all children this shell has reaped
+# so far, from the `times` builtin, which must run in this shell (a $(...)
+# subshell sees only its own children). Taken around a load generator run, the
+# difference is the client's CPU time.
+children_cpu() {   # VAR: sets VAR (not $(...): that would be a subshell)
+    local line
+    times >"$WORK/times.txt"
+    line=$(sed -n 2p "$WORK/times.txt")
+    printf -v "$1" '%s' "$(awk '{
+        t = 0
+        for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }
+        printf "%.2f\n", t
+    }' <<<"$line")"
+}
 rss_now() { proc_tree_stats "$SRV_PID" | cut -d' ' -f2; }
 
 # start SERVER WORKLOAD [MODE]: fresh server for one workload. On failure a
@@ -50,16 +65,18 @@ start_for() {
 # appends a runs.csv row. Extra note text comes from $RUN_NOTE.
 wrk_once() {
     local server=$1 wl=$2 label=$3 rep=$4 path=$5; shift 5
-    local raw="$OUT/raw/$server-$wl-$label-$rep.wrk" c0 c1 line
+    local raw="$OUT/raw/$server-$wl-$label-$rep.wrk" c0 c1 k0 k1 line
     if ! pid_alive "$SRV_PID"; then
         echo "$server,$wl,$label,$rep,0,0,0,0,,,,,,server died" >>"$OUT/runs.csv"
         return 1
     fi
     c0=$(cpu_now)
+    children_cpu k0
     "${PIN_CLIENT[@]}" timeout $((WRK_SECS + 30)) \
         wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --timeout 5s \
             --latency -s "$BENCH_DIR/bench.lua" "$@" \
             "http://127.0.0.1:$SRV_PORT$path" >"$raw" 2>&1
+    children_cpu k1
     c1=$(cpu_now)
     line=$(grep '^BENCH ' "$raw" | tail -n1)
     if [ -z "$line" ]; then
@@ -83,12 +100,13 @@ wrk_once() {
         -v req="$requests" -v dur="$duration_us" -v ec="$err_connect" \
         -v er="$err_read" -v ew="$err_write" -v es="$err_status" \
         -v et="$err_timeout" -v lm="$lat_mean_us" -v l99="$lat_p99_us" \
-        -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" 'BEGIN {
+        -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" \
+        -v k0="$k0" -v k1="$k1" 'BEGIN {
             ok = req - es; d = dur / 1e6; errs = ec + er + ew + es + et
             if (ok == 0) note = (note == "" ? "no replies" : "no replies; " note)
-            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s\n",
+            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s,%.2f\n",
                 s, w, l, r, ok, d, (d > 0 ? ok / d : 0), errs, ec, er, ew, es, et,
-                lm / 1000, l99 / 1000, c1 - c0, rss, note
+                lm / 1000, l99 / 1000, c1 - c0, rss, note, k1 - k0
         }' >>"$OUT/runs.csv"
     log "  $server $label #$rep: $(tail -n1 "$OUT/runs.csv" | cut -d, -f7) replies/s, errors $(tail -n1 "$OUT/runs.csv" | cut -d, -f8)"
 }

@@ -599,3 +599,27 @@ def _(shared):
                        timeout=5)
     check(p.returncode != 0, "accepted")
     check(b"--error-log" in p.stderr, "message: %r" % p.stderr)
+
+
+@test("workers: SIGHUP makes the new workers re-read --mime-types")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-mime-", dir=shared.root.tmp)
+    os.chmod(d, 0o755)
+    mt = os.path.join(d, "mime.types")
+    with open(mt, "w") as f:
+        f.write("text/x-before txt\n")
+    os.chmod(mt, 0o644)
+    srv = start(shared.root, ["--workers", "2", "--mime-types", mt])
+    try:
+        old = workers_of(srv, 2)
+        eq(srv.get("/hello.txt").get("Content-Type").split(";")[0], "text/x-before", "type before")
+        with open(mt, "w") as f:
+            f.write("text/x-after txt\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: (lambda c: c if len(c) == 2 and not set(c) & set(old) else None)(
+            children(srv.proc.pid)), 8, "the old workers to be replaced")
+        for _ in range(6):
+            eq(srv.get("/hello.txt").get("Content-Type").split(";")[0], "text/x-after", "type after")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)

@@ -211,6 +211,18 @@ static int t_sigpipe_high(void)
     return 1;
 }
 
+/* wait for readability with a bare FD event; n = 1 if it occurred */
+static void *fdwait_thread(void *arg)
+{
+    struct reader *r = arg;
+    pth_event_t ev = pth_event(PTH_EVENT_FD|PTH_UNTIL_FD_READABLE, r->fd);
+    pth_wait(ev);
+    r->n = (pth_event_status(ev) == PTH_STATUS_OCCURRED);
+    pth_event_free(ev, PTH_FREE_THIS);
+    r->done = 1;
+    return NULL;
+}
+
 /*
  * Stale registrations: (1) an fd armed for a waiter that gave up
  * (timeout), closed, its number reused by a new socket: a new waiter on
@@ -267,20 +279,26 @@ static int t_stale_fd(void)
     CHECK(sp(b) == 0);
     if (b[1] == num) { int x = b[0]; b[0] = b[1]; b[1] = x; }
     CHECK(b[0] == num);
+    /* a raw event waiter (no I/O retry that would hide a false wakeup) */
     memset(&r, 0, sizeof(r));
     r.fd = b[0];
-    t = spawn(reader_thread, &r, 0);
+    t = spawn(fdwait_thread, &r, 0);
     pth_yield(NULL);
     CHECK(!r.done);
     /* make the OLD file readable: its stale item must not wake r */
     CHECK(write(a[1], "o", 1) == 1);
     t0 = now_s();
     pth_nap(pth_time(0, 100000));
-    CHECK(!r.done);
+    /* libevent cannot tell the stale item (a documented limit: a
+       spurious wakeup, which the I/O functions absorb by re-waiting);
+       epoll filters it by generation, select() looks at the new file */
+    if (strcmp(backend, "libevent") != 0)
+        CHECK(!r.done);
     /* the new socket does wake it */
     CHECK(pth_write(b[1], "N", 1) == 1);
     CHECK(pth_join(t, NULL));
-    CHECK(r.n == 1 && r.buf[0] == 'N');
+    CHECK(r.done && r.n == 1);
+    CHECK(read(b[0], &c, 1) == 1 && c == 'N');
     CHECK(now_s() - t0 < 2.0);
     /* and the old file still has its byte */
     CHECK(read(keep, &c, 1) == 1 && c == 'o');
