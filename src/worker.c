@@ -99,7 +99,7 @@ static void stop(const char *why)
             st.handlers - st.idle + st.backlog);
     conn_stopping = 1;
     if (acceptor_stop() < 0)
-        log_errno(LOG_ERROR, "worker: cannot stop the accept threads; exiting now");
+        log_errno(LOG_ERROR, "worker: cannot wake the accept threads (they stop at their next connection)");
     pth_attr_t attr = pth_attr_new();
     pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
     pth_attr_set(attr, PTH_ATTR_NAME, "drain");

@@ -54,7 +54,7 @@ if (have_bars) {
     set yrange [0:*]
     set xlabel 'workload:file'
     set format y '%.0f'
-    set key top right
+    set key outside top center horizontal
 
     set output dir.'/bars.png'
     set title "Throughput per server, workloads b-e (wrk) [".mode."]"

@@ -248,7 +248,7 @@ def main():
         lim = {s: m["client_limited"] for s, m in sweep.items() if m["client_limited"]}
         if lim:
             md.append("Steps where httperf fell below 95 % of the offered connection rate "
-                      "without errors (client-limited): "
+                      "without errors (client-limited, or client starved by other work): "
                       + "; ".join(f"{s}: {v}" for s, v in lim.items()) + ".")
             md.append("")
         md.append("httperf's select() loop caps it at ~1,020 open connections (FD_SETSIZE): "

@@ -15,10 +15,11 @@
 #
 # Knobs (environment):
 #   COWD_BIN          cowd binary (set by run; default build/src/cowd)
-#   COWD_THREADS      cowd --threads for workloads a-d (default 1024, as the
-#                     CoW paper's thread pool)
-#   COWD_THREADS_IDLE cowd --threads for workload e (default 11264: one
-#                     handler per connection needs > 10,000 idle + 50 active)
+#   COWD_THREADS      cowd --threads for workloads a-d (default 256, cowd's
+#                     own default; the CoW paper used 1024)
+#   COWD_THREADS_IDLE cowd --threads for workload e (default 256 as well:
+#                     idle keep-alive connections are parked off the handler
+#                     pool, src/park.c, so they need no thread each)
 #   COWD_FLAGS        extra cowd flags, word-split (added last, so they win
 #                     over the equivalence flags below if cowd takes the last)
 # cowd also gets --workers 1, --max-keepalive-requests 1000000, --keepalive-timeout 120,
@@ -28,8 +29,8 @@
 # (the --log mode), available only if cowd --help mentions --access-log.
 #   MAX_CONNS         connection limit given to the peers (default 30000)
 
-: "${COWD_THREADS:=1024}"
-: "${COWD_THREADS_IDLE:=11264}"
+: "${COWD_THREADS:=256}"
+: "${COWD_THREADS_IDLE:=256}"
 : "${MAX_CONNS:=30000}"
 : "${MAX_FDS:=65536}"
 
