@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -120,36 +121,79 @@ static void reopen_logs(void)
     accesslog_reopen();
 }
 
+/* Signals reach the worker through a self-pipe: the handler only writes
+ * the signal number, and the signal thread reads it like any socket.  (A
+ * pth_sigwait() thread would make every scheduler pass install and remove
+ * handlers and scan the signal set: 8 sigaction calls per blocking wait.) */
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t n = write(sig_pipe[1], &b, 1);  /* full pipe: a signal is pending anyway */
+    (void)n;
+    errno = saved;
+}
+
+static const int worker_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+
+/* Before pth_init: handlers on, and the signals unblocked for every thread. */
+static int signals_setup(void)
+{
+    struct sigaction sa;
+    sigset_t set;
+
+    if (pipe(sig_pipe) < 0)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigfillset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof worker_signals / sizeof worker_signals[0]; i++) {
+        if (sigaction(worker_signals[i], &sa, NULL) < 0)
+            return -1;
+        sigaddset(&set, worker_signals[i]);
+    }
+    return sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 static void *signal_main(void *arg)
 {
     int life_fd = *(int *)arg;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
+    pth_event_t ev_sig = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, sig_pipe[0]);
     pth_event_t ev_life = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, life_fd);
+    if (ev_sig == NULL) {
+        log_errno(LOG_ERROR, "worker: cannot watch the signal pipe; signals are ignored");
+        return NULL;
+    }
     if (ev_life == NULL)
         log_errno(LOG_ERROR, "worker: cannot watch the master; will not notice if it dies");
     for (;;) {
-        int sig = 0;
-        int rc = pth_sigwait_ev(&set, &sig, stop_started ? NULL : ev_life);
-        if (rc == EINTR || (rc != 0 && errno == EINTR)) {
-            if (ev_life != NULL && pth_event_status(ev_life) == PTH_STATUS_OCCURRED)
+        if (ev_life != NULL && !stop_started)
+            pth_event_concat(ev_sig, ev_life, NULL);
+        pth_wait(ev_sig);
+        if (ev_life != NULL) {
+            pth_event_isolate(ev_life);
+            if (pth_event_status(ev_life) == PTH_STATUS_OCCURRED && !stop_started)
                 stop("the master process is gone");
-            continue;
         }
-        if (rc != 0) {
-            log_errno(LOG_ERROR, "worker: pth_sigwait");
-            pth_nap(pth_time(1, 0));
-            continue;
-        }
-        switch (sig) {
-        case SIGTERM: stop("SIGTERM"); break;
-        case SIGINT: stop("SIGINT"); break;
-        case SIGUSR1: reopen_logs(); break;
-        default: break;         /* SIGHUP: the master restarts the workers */
+        unsigned char sigs[16];
+        ssize_t n;
+        while ((n = read(sig_pipe[0], sigs, sizeof sigs)) > 0) {
+            for (ssize_t i = 0; i < n; i++) {
+                switch (sigs[i]) {
+                case SIGTERM: stop("SIGTERM"); break;
+                case SIGINT: stop("SIGINT"); break;
+                case SIGUSR1: reopen_logs(); break;
+                default: break;         /* SIGHUP: the master restarts the workers */
+                }
+            }
         }
     }
     return NULL;
@@ -178,6 +222,10 @@ void worker_main(const struct worker_setup *ws)
         fail();
 
     /* the Pth runtime is created here, after the fork: nothing of it is shared */
+    if (signals_setup() < 0) {
+        log_errno(LOG_ERROR, "worker: cannot set up signal handling");
+        fail();
+    }
     if (!pth_init()) {
         log_errno(LOG_ERROR, "cannot initialise GNU Pth");
         fail();
