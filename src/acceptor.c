@@ -16,10 +16,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include "date_cache.h"
 #include "depot.h"
 #include "io.h"
 #include "log.h"
@@ -61,6 +64,68 @@ void acceptor_stats(unsigned long *accepted, unsigned long *empty_wakeups)
     *empty_wakeups = n_empty;
 }
 
+/* One descriptor held in reserve: when accept fails for want of
+ * descriptors, it is given up to accept the waiting client, tell it 503,
+ * and close, rather than leave clients hanging in the listen queue while
+ * the accept thread sleeps (the nginx/libev "reserve fd" trick). */
+static int reserve_fd = -1;
+static struct io_waiter refuse_waiter;
+
+static void reserve_open(void)
+{
+    if (refuse_waiter.ev_fd == NULL && io_waiter_init(&refuse_waiter) < 0)
+        return;
+    if (reserve_fd < 0)
+        reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Out of descriptors: 1 if one waiting client got a 503, 0 if none was
+ * waiting or the reserve is gone too. */
+static int refuse_one(int lfd)
+{
+    static const char body[] =
+        "<!DOCTYPE html>\n<html><head><title>503 Service Unavailable</title></head>\n"
+        "<body><h1>503 Service Unavailable</h1></body></html>\n";
+    char head[256];
+
+    if (reserve_fd < 0)
+        return 0;
+    close(reserve_fd);
+    reserve_fd = -1;
+    int fd = accept(lfd, NULL, NULL);
+    if (fd >= 0) {
+        int n = snprintf(head, sizeof head,
+                         "HTTP/1.1 503 Service Unavailable\r\nDate: %s\r\nServer: cowd\r\n"
+                         "Retry-After: 1\r\nConnection: close\r\n"
+                         "Content-Type: text/html; charset=utf-8\r\nContent-Length: %zu\r\n\r\n",
+                         date_cache_now(), sizeof body - 1);
+        struct iovec iov[2] = { { head, (size_t)n }, { (void *)body, sizeof body - 1 } };
+        ssize_t w = writev(fd, iov, 2);   /* best effort: a fresh socket's buffer is empty */
+        (void)w;
+        /* Closing with the request unread would reset the connection and
+         * could destroy the 503 before the client reads it: half-close and
+         * drain what arrives within a moment first. */
+        shutdown(fd, SHUT_WR);
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        struct timeval until;
+        io_deadline(&until, 0);
+        until.tv_usec += 20000;          /* 20 ms: enough for a request in flight on the same host or LAN */
+        if (until.tv_usec >= 1000000) {
+            until.tv_sec++;
+            until.tv_usec -= 1000000;
+        }
+        char sink[4096];
+        for (int i = 0; i < 16; i++) {
+            ssize_t r = io_read(&refuse_waiter, fd, sink, sizeof sink, &until);
+            if (r <= 0)
+                break;
+        }
+        close(fd);
+    }
+    reserve_open();
+    return fd >= 0;
+}
+
 static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *len)
 {
     *len = sizeof *peer;
@@ -92,6 +157,7 @@ void acceptor_run(int lfd, struct depot *d)
         return;
     }
     pth_event_concat(ev_listen, ev_stop, NULL);
+    reserve_open();
     while (!stopping) {
         struct depot_msg *m = depot_msg_take_new(d);  /* waits at --max-connections */
         int fd = -1, woke = 0;
@@ -105,10 +171,14 @@ void acceptor_run(int lfd, struct depot *d)
                 pth_wait(ev_listen);
                 woke = 1;
             } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* out of descriptors or memory: back off instead of spinning */
+                /* out of descriptors or memory: answer 503 with the reserve
+                 * descriptor if we can, and back off instead of spinning */
                 if (emfile_count++ % 100 == 0)
-                    log_errno(LOG_ERROR, "accept: backing off for 100 ms");
-                pth_nap(pth_time(0, 100000));
+                    log_errno(LOG_ERROR, "accept: out of resources, refusing with 503 and backing off");
+                if ((errno == EMFILE || errno == ENFILE) && refuse_one(lfd))
+                    pth_nap(pth_time(0, 1000));
+                else
+                    pth_nap(pth_time(0, 100000));
             } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
                 log_errno(LOG_WARN, "accept");
                 pth_nap(pth_time(0, 10000));

@@ -406,6 +406,7 @@ class Server:
         self.err_path = None
         self.err_file = None
         self.expect_exit = False
+        self.preexec = None             # e.g. resource limits for the server process
 
     def start(self):
         for attempt in range(10):
@@ -413,7 +414,8 @@ class Server:
             fd, self.err_path = tempfile.mkstemp(prefix="cowd-stderr-", dir=self.root.tmp)
             self.err_file = os.fdopen(fd, "w+b")
             cmd = WRAPPER + [COWD, "--listen", "127.0.0.1:%d" % port, "--root", self.root_dir] + self.args
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.err_file,
+            self.proc = subprocess.Popen(cmd, preexec_fn=self.preexec,
+                                         stdin=subprocess.DEVNULL, stdout=self.err_file,
                                          stderr=self.err_file)
             self.port = port
             deadline = time.time() + 10 * SLOW
