@@ -398,7 +398,9 @@ void static_file_serve(struct conn *c, const struct http_request *req)
         /* the index file: "a/b/index.html" beneath the root */
         size_t ilen = strlen(cfg.index_name);
         char *p = c->path;
+#ifdef COWD_LISTING
         size_t dir_len = plen;
+#endif
         if (plen == 1) {
             memcpy(p + 1, cfg.index_name, ilen + 1);
             plen = 1 + ilen;
