@@ -26,6 +26,7 @@
 #include "depot.h"
 #include "io.h"
 #include "log.h"
+#include "spawn.h"
 
 struct acceptor_arg { int fd; struct depot *d; };
 
@@ -214,12 +215,7 @@ int acceptor_spawn(int listen_fd, struct depot *d)
         return -1;
     a->fd = listen_fd;
     a->d = d;
-    pth_attr_t attr = pth_attr_new();
-    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
-    pth_attr_set(attr, PTH_ATTR_NAME, "acceptor");
-    pth_t t = pth_spawn(attr, acceptor_main, a);
-    pth_attr_destroy(attr);
-    if (t == NULL) {
+    if (spawn_detached("acceptor", 0, acceptor_main, a) == NULL) {
         free(a);
         return -1;
     }

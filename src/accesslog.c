@@ -15,6 +15,7 @@
 #include <pth.h>
 
 #include "log.h"
+#include "spawn.h"
 
 #define AL_BUF_SIZE   (64 * 1024)
 #define AL_FIELD_MAX  2048          /* escaped bytes kept of one field */
@@ -111,13 +112,7 @@ int accesslog_start(void)
         log_errno(LOG_ERROR, "access log: cannot allocate its %d-byte buffer", AL_BUF_SIZE);
         return -1;
     }
-    pth_attr_t attr = pth_attr_new();
-    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
-    pth_attr_set(attr, PTH_ATTR_NAME, "accesslog");
-    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)(32 * 1024));
-    pth_t t = pth_spawn(attr, flush_main, NULL);
-    pth_attr_destroy(attr);
-    if (t == NULL) {
+    if (spawn_detached("accesslog", 32 * 1024, flush_main, NULL) == NULL) {
         log_errno(LOG_ERROR, "access log: cannot start the flush thread");
         return -1;
     }

@@ -21,6 +21,7 @@
 #include "depot.h"
 #include "io.h"
 #include "log.h"
+#include "spawn.h"
 
 #ifdef __linux__
 #include <sys/epoll.h>
@@ -209,11 +210,7 @@ int park_init(struct depot *d, unsigned slots)
         lot.slots[i].next = lot.free_list;
         lot.free_list = &lot.slots[i];
     }
-    pth_attr_t attr = pth_attr_new();
-    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
-    pth_attr_set(attr, PTH_ATTR_NAME, "park");
-    lot.tid = pth_spawn(attr, park_main, NULL);
-    pth_attr_destroy(attr);
+    lot.tid = spawn_detached("park", 0, park_main, NULL);
     if (lot.tid == NULL) {
         log_errno(LOG_ERROR, "park: cannot spawn the park thread");
         return -1;

@@ -21,6 +21,7 @@
 #include "depot.h"
 #include "park.h"
 #include "log.h"
+#include "spawn.h"
 #include "mime.h"
 #include "privileges.h"
 #include "static_file.h"
@@ -101,13 +102,7 @@ static void stop(const char *why)
     conn_stopping = 1;
     if (acceptor_stop() < 0)
         log_errno(LOG_ERROR, "worker: cannot wake the accept threads (they stop at their next connection)");
-    pth_attr_t attr = pth_attr_new();
-    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
-    pth_attr_set(attr, PTH_ATTR_NAME, "drain");
-    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)(32 * 1024));
-    pth_t t = pth_spawn(attr, drain_main, NULL);
-    pth_attr_destroy(attr);
-    if (t == NULL) {
+    if (spawn_detached("drain", 32 * 1024, drain_main, NULL) == NULL) {
         log_errno(LOG_ERROR, "worker: cannot start the drain thread; exiting now");
         worker_exit();
     }
@@ -256,13 +251,7 @@ void worker_main(const struct worker_setup *ws)
 
     static int life_fd;
     life_fd = ws->life_fd;
-    pth_attr_t attr = pth_attr_new();
-    pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
-    pth_attr_set(attr, PTH_ATTR_NAME, "signals");
-    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)(32 * 1024));
-    pth_t t = pth_spawn(attr, signal_main, &life_fd);
-    pth_attr_destroy(attr);
-    if (t == NULL) {
+    if (spawn_detached("signals", 32 * 1024, signal_main, &life_fd) == NULL) {
         log_errno(LOG_ERROR, "worker: cannot start the signal thread");
         fail();
     }

@@ -1,6 +1,8 @@
 /* check_buff.c: flush decisions and partial writes of the buffered output
  * layer, against a real socketpair (with a tiny send buffer where needed). */
 #include <check.h>
+
+#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pth.h>
@@ -217,9 +219,5 @@ int main(void)
     tcase_add_test(tc, stalled_reader_times_out_and_failure_sticks);
     tcase_add_test(tc, peer_reset_fails_the_buffer);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(s);
 }

@@ -2,6 +2,8 @@
  * when the message pool is empty, and "done" messages overtaking queued
  * connections.  The serve function is a fake that records what it got. */
 #include <check.h>
+
+#include "check_run.h"
 #include <pth.h>
 #include <stdlib.h>
 
@@ -212,9 +214,5 @@ int main(void)
     tcase_add_test(tc, empty_pool_stops_accepting);
     tcase_add_test(tc, done_overtakes_queued_connections);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(s);
 }

@@ -2,6 +2,8 @@
  * snapshots, revalidation after change/replace, LRU eviction by entries and
  * bytes, and entries in use surviving eviction. */
 #include <check.h>
+
+#include "check_run.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,9 +244,5 @@ int main(void)
     tcase_add_test(tc, entry_in_use_survives_eviction);
     tcase_add_test(tc, disabled_cache_caches_nothing);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(s);
 }

@@ -1,5 +1,7 @@
 /* check_http_date.c — unit tests for HTTP-date formatting and parsing (src/http_date.c). */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,9 +198,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

@@ -1,5 +1,7 @@
 /* check_http_parse.c — unit tests for the request-head parser (src/http_parse.c). */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -752,9 +754,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

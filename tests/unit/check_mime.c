@@ -1,5 +1,7 @@
 /* check_mime.c: loading mime.types and looking types up by extension. */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +89,5 @@ int main(void)
     tcase_add_test(tc, bundled_file_has_the_web_types);
     tcase_add_test(tc, missing_file_fails);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(s);
 }

@@ -1,6 +1,8 @@
 /* check_msgport_push.c: the pth_msgport_push() patch: O(1) prepend, and a
  * waiting thread wakes on a push as on a put. */
 #include <check.h>
+
+#include "check_run.h"
 #include <pth.h>
 #include <stdlib.h>
 
@@ -82,9 +84,5 @@ int main(void)
     tcase_add_test(tc, push_onto_empty_port_and_twice);
     tcase_add_test(tc, push_wakes_a_waiter);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(s);
 }
