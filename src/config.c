@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "autoconfig.h"
+#include "listen.h"
 #include "log.h"
 
 struct config cfg;
@@ -219,11 +220,17 @@ int config_parse(int argc, char **argv)
         if (c == 'l')
             idx = 0;
         switch (c) {
-        case 'l':
+        case 'l': {
+            struct sockaddr_storage ss;
+            socklen_t sslen;
+            char why[160];
             if (cfg.n_listen == COWD_MAX_LISTEN)
                 return bad("listen", optarg, "too many --listen addresses");
+            if (listen_parse(optarg, &ss, &sslen, why, sizeof why) < 0)
+                return bad("listen", optarg, why);
             cfg.listen[cfg.n_listen++] = optarg;
             break;
+        }
         case OPT_ROOT: cfg.root = optarg; break;
         case OPT_INDEX:
             if (optarg[0] == '\0' || strchr(optarg, '/') != NULL)

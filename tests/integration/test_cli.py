@@ -1,0 +1,127 @@
+"""The command line: --help, --version, bad flags and values (one clear
+line, non-zero exit), IPv4 and IPv6 listen addresses, several listeners."""
+import socket
+import subprocess
+import time
+
+from cowdtest import COWD, Server, TestFailure, TestSkip, check, eq, free_port, test
+
+
+def run_cowd(*args):
+    p = subprocess.run([COWD] + list(args), capture_output=True, text=True, timeout=10)
+    return p.returncode, p.stdout, p.stderr
+
+
+@test("cli: --help lists every flag and exits 0")
+def _(srv):
+    rc, out, err = run_cowd("--help")
+    eq(rc, 0, "exit status")
+    for flag in ("--listen", "--root", "--threads", "--foreground", "--index", "--listing",
+                 "--max-uri", "--max-header-size", "--max-headers", "--keepalive-timeout",
+                 "--header-timeout", "--workers", "--access-log", "--cache-size", "--sendfile-min",
+                 "--max-connections", "--version"):
+        check(flag in out, "--help mentions %s" % flag)
+
+
+@test("cli: --version names the version and the Pth backend")
+def _(srv):
+    rc, out, err = run_cowd("--version")
+    eq(rc, 0, "exit status")
+    check(out.startswith("cowd ") and "backend" in out, "version line: %r" % out)
+
+
+@test("cli: a bad flag or value prints one line naming it and exits non-zero")
+def _(srv):
+    cases = [
+        (["--no-such-flag"], "--no-such-flag"),
+        (["--threads", "0"], "--threads"),
+        (["--threads", "abc"], "--threads"),
+        (["--threads"], "--threads"),
+        (["--listen", "nonsense"], "nonsense"),
+        (["--listen", "127.0.0.1:99999"], "99999"),
+        (["--max-header-size", "12q"], "--max-header-size"),
+        (["--log-level", "loud"], "--log-level"),
+        (["--index", "a/b"], "--index"),
+        (["extra-argument"], "extra-argument"),
+    ]
+    for args, named in cases:
+        rc, out, err = run_cowd(*args)
+        check(rc != 0, "%s: non-zero exit (got %d)" % (args, rc))
+        lines = [l for l in err.splitlines() if l.strip()]
+        eq(len(lines), 1, "%s: one line on stderr (%r)" % (args, err))
+        check(named in lines[0], "%s: the line names %s: %r" % (args, named, lines[0]))
+
+
+@test("cli: --listen [::1]:PORT serves over IPv6")
+def _(srv):
+    try:
+        s = socket.socket(socket.AF_INET6)
+        s.bind(("::1", 0))
+        port = s.getsockname()[1]
+        s.close()
+    except OSError:
+        raise TestSkip("no IPv6 loopback here")
+    p = subprocess.Popen([COWD, "--listen", "[::1]:%d" % port, "--root", srv.root_dir,
+                          "--user", "root"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        data = b""
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                c = socket.create_connection(("::1", port), timeout=2)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise TestFailure("cowd did not listen on [::1]:%d" % port)
+        c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+        while True:
+            d = c.recv(4096)
+            if not d:
+                break
+            data += d
+        c.close()
+        check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 over IPv6: %r" % data[:60])
+        check(data.endswith(b"Hello, world!\n"), "body over IPv6")
+    finally:
+        p.terminate()
+        p.wait(timeout=15)
+
+
+@test("cli: two --listen addresses are both served")
+def _(srv):
+    p1, p2 = free_port(), free_port()
+    p = subprocess.Popen([COWD, "--listen", "127.0.0.1:%d" % p1, "--listen", "127.0.0.1:%d" % p2,
+                          "--root", srv.root_dir, "--user", "root"],
+                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        for port in (p1, p2):
+            deadline = time.time() + 10
+            while True:
+                try:
+                    c = socket.create_connection(("127.0.0.1", port), timeout=2)
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise TestFailure("port %d not served" % port)
+                    time.sleep(0.05)
+            c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            data = b""
+            while True:
+                d = c.recv(4096)
+                if not d:
+                    break
+                data += d
+            c.close()
+            check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 on port %d" % port)
+    finally:
+        p.terminate()
+        p.wait(timeout=15)
+
+
+@test("cli: the bundled demo site is served by default", demo=True)
+def _(srv):
+    r = srv.get("/")
+    eq(r.status_line, "HTTP/1.1 200 OK", "status")
+    check(b"cowd" in r.body, "demo index page")
+    eq(r.get("Content-Type"), "text/html", "type")
