@@ -167,6 +167,7 @@ void acceptor_run(int lfd, struct depot *d)
             if (fd >= 0)
                 break;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                io_drained(lfd, 0);
                 if (woke)
                     n_empty++;      /* readable, but another process took it */
                 pth_wait(ev_listen);

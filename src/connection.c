@@ -86,9 +86,14 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
         return READ_ERROR;          /* callers bound their needs by in_cap */
     for (;;) {
         if (read_first) {
-            ssize_t n = read(c->fd, c->in + c->in_end, c->in_cap - c->in_end);
+            size_t room = c->in_cap - c->in_end;
+            ssize_t n = read(c->fd, c->in + c->in_end, room);
             if (n > 0) {
                 c->in_end += (size_t)n;
+                /* a short read emptied the socket: the next byte will raise
+                 * a new edge, so the next wait needs no re-arming */
+                if ((size_t)n < room)
+                    io_drained(c->fd, 0);
                 return READ_OK;
             }
             if (n == 0)
@@ -97,6 +102,7 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 return READ_ERROR;
+            io_drained(c->fd, 0);
         }
         read_first = 1;
         if (buff_flush(&c->out) < 0)
@@ -146,6 +152,7 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
+        io_drained(c->fd, 0);
         if (buff_flush(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
             return -1;
     }

@@ -132,6 +132,7 @@ ssize_t io_read(struct io_waiter *w, int fd, void *buf, size_t len, const struct
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
+        io_drained(fd, 0);
         if (io_wait(w, fd, 0, deadline) < 0)
             return -1;
     }
@@ -168,6 +169,7 @@ static int send_too_slow(struct io_waiter *w, void *arg)
 static int wait_writable(struct io_waiter *w, int fd, const struct timeval *deadline,
                          struct send_progress *sp)
 {
+    io_drained(fd, 1);              /* only called after EAGAIN */
     if (!timerisset(&sp->start))
         gettimeofday(&sp->start, NULL);
     if (io_under_pressure == NULL)

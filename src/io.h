@@ -34,6 +34,17 @@ void io_waiter_free(struct io_waiter *w);
 /* Absolute deadline `seconds` from now. */
 void io_deadline(struct timeval *out, unsigned seconds);
 
+/* Tell the scheduler that fd has no more to give (want_write 0: a read
+ * said EAGAIN, or a short read emptied a stream socket's queue) or no room
+ * (1: a write said EAGAIN).  With the epoll backend's persistent,
+ * edge-triggered registrations, a wait after this needs no epoll_ctl.
+ * Never call it without such evidence: a wrongly cleared readiness would
+ * make the next wait sleep through data that is already there. */
+static inline void io_drained(int fd, int want_write)
+{
+    pth_fdeagain(fd, want_write ? PTH_UNTIL_FD_WRITEABLE : PTH_UNTIL_FD_READABLE);
+}
+
 /* Park until fd is readable (want_write 0) or writable (1), or until the
  * deadline (NULL: none).  0 when ready, -1 with errno ETIMEDOUT otherwise. */
 int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);

@@ -152,6 +152,8 @@ static void *park_main(void *arg)
         struct epoll_event evs[256];
         io_wait(&w, lot.epfd, 0, &deadline);
         int n = epoll_wait(lot.epfd, evs, 256, 0);
+        if (n >= 0 && n < 256)
+            io_drained(lot.epfd, 0);        /* harvested all: next wait needs no re-arm */
         for (int i = 0; i < n; i++) {
             struct slot *s = &lot.slots[evs[i].data.u32];
             if (s->fd >= 0)

@@ -12,6 +12,9 @@
  *                           against load from other processes)
  *   pthbench susp N         N threads waiting (pth_nap); prints ns per
  *                           pth_suspend and per pth_resume
+ *   pthbench rtn N          exactly N socketpair round trips, no idle
+ *                           threads (for counting system calls with
+ *                           strace -c: run N and 2N, subtract)
  *
  * Prints "n/a" (exit 3) when the build cannot do it (e.g. stock Pth and
  * fds >= FD_SETSIZE).
@@ -141,6 +144,25 @@ static int bench_rt(int idle, double secs)
     _exit(0); /* skip tearing down thousands of threads */
 }
 
+/* ---- a fixed number of round trips (system call counting) ---- */
+static int bench_rtn(long n)
+{
+    int e[2];
+    long i;
+    char c = 'x', r;
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, e) != 0)
+        return 1;
+    spawn_small(echo, (void *)(long)e[1]);
+    pth_yield(NULL);
+    for (i = 0; i < n; i++)
+        if (pth_write(e[0], &c, 1) != 1 || pth_read(e[0], &r, 1) != 1)
+            return 1;
+    printf("%ld\n", n);
+    fflush(stdout);
+    _exit(0);
+}
+
 /* ---- suspend/resume ---- */
 static void *napper(void *arg)
 {
@@ -181,7 +203,7 @@ static int bench_susp(int n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s yield N | rt IDLE SECS | susp N\n", argv[0]);
+        fprintf(stderr, "usage: %s yield N | rt IDLE SECS | rtn N | susp N\n", argv[0]);
         return 2;
     }
     if (!pth_init())
@@ -190,6 +212,8 @@ int main(int argc, char **argv)
         return bench_yield(atol(argv[2]));
     if (strcmp(argv[1], "rt") == 0)
         return bench_rt(atoi(argv[2]), argc > 3 ? atof(argv[3]) : 1.5);
+    if (strcmp(argv[1], "rtn") == 0)
+        return bench_rtn(atol(argv[2]));
     if (strcmp(argv[1], "susp") == 0)
         return bench_susp(atoi(argv[2]));
     return 2;

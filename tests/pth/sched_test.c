@@ -1,6 +1,6 @@
 /*
  * sched_test.c -- behaviour tests for cowd's patched GNU Pth scheduler
- * (pth-patches/0003..0009): event backends, fds above FD_SETSIZE, the
+ * (pth-patches/0003..0010): event backends, fds above FD_SETSIZE, the
  * I/O fast path, fork safety, timers, msgports, suspend/resume, cancel
  * and per-thread signal masks.
  *
@@ -866,6 +866,295 @@ static int t_select(void)
     return 1;
 }
 
+/* ---- edge-triggered registrations (0010) ------------------------- */
+
+/* wait for readability of fd with a raw FD event (no EAGAIN before, no
+   retry), at most ms; returns 1 if the event occurred */
+static int fdwait_ms(int fd, unsigned long goal, int ms)
+{
+    pth_event_t ev = pth_event(PTH_EVENT_FD|goal, fd);
+    pth_event_t tev = pth_event(PTH_EVENT_TIME, pth_timeout(ms / 1000, (ms % 1000) * 1000));
+    int ok;
+    pth_event_concat(ev, tev, NULL);
+    pth_wait(ev);
+    pth_event_isolate(tev);
+    ok = (pth_event_status(ev) == PTH_STATUS_OCCURRED);
+    pth_event_free(ev, PTH_FREE_THIS);
+    pth_event_free(tev, PTH_FREE_THIS);
+    return ok;
+}
+
+/* register fd (one pth_read that times out: EAGAIN seen, then waits) */
+static int register_fd(int fd)
+{
+    char c;
+    pth_event_t tev = pth_event(PTH_EVENT_TIME, pth_timeout(0, 20000));
+    ssize_t n = pth_read_ev(fd, &c, 1, tev);
+    pth_event_free(tev, PTH_FREE_THIS);
+    return n == -1 && errno == EINTR;
+}
+
+/*
+ * An edge consumed by someone who did not drain the fd must not leave a
+ * later waiter asleep although data is queued: (1) an edge arrives with
+ * no waiter (ready bit), a raw waiter takes it without reading, a second
+ * raw wait must still return; (2) a waiter woken by the edge reads only
+ * part, waits again (no EAGAIN seen): must return; (3) a non-waiting
+ * reader drains the fd with plain read(2) after the edge; a waiter may
+ * then wake spuriously, but after EAGAIN it must sleep and be woken by
+ * the next byte; (4) a fresh fd with data queued before the first wait.
+ */
+struct partial { int fd; int rounds; int ok; };
+static void *partial_reader(void *arg)
+{
+    struct partial *p = arg;
+    char c;
+    int i;
+    p->ok = 1;
+    for (i = 0; i < p->rounds; i++) {
+        if (!fdwait_ms(p->fd, PTH_UNTIL_FD_READABLE, 2000) || read(p->fd, &c, 1) != 1) {
+            p->ok = 0;
+            break;
+        }
+    }
+    return NULL;
+}
+static int t_et_consumed(void)
+{
+    int s[2], t2[2];
+    char c, buf[16];
+    struct partial pr;
+    pth_t t;
+    double t0;
+
+    CHECK(sp(s) == 0);
+    CHECK(register_fd(s[0]));
+    /* (1) edge without a waiter: the scheduler collects it on the next
+       pass that waits (nap) */
+    CHECK(write(s[1], "ab", 2) == 2);
+    pth_nap(pth_time(0, 20000));
+    CHECK(fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 2000)); /* takes the ready bit */
+    CHECK(fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 2000)); /* data still queued */
+    pth_nap(pth_time(0, 20000));
+    CHECK(fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 2000));
+    CHECK(read(s[0], buf, sizeof(buf)) == 2);
+    /* (2) a waiter woken by the edge reads one of three bytes per wait */
+    memset(&pr, 0, sizeof(pr));
+    pr.fd = s[0];
+    pr.rounds = 3;
+    t = spawn(partial_reader, &pr, 0);
+    pth_yield(NULL);
+    CHECK(write(s[1], "xyz", 3) == 3);
+    CHECK(pth_join(t, NULL));
+    CHECK(pr.ok);
+    /* (3) the edge goes into the ready bit, a plain read drains it */
+    CHECK(write(s[1], "q", 1) == 1);
+    pth_nap(pth_time(0, 20000));
+    CHECK(read(s[0], &c, 1) == 1 && c == 'q');
+    (void)fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 50); /* may be spurious */
+    CHECK(recv(s[0], &c, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
+    CHECK(pth_fdeagain(s[0], PTH_UNTIL_FD_READABLE));
+    t0 = now_s();
+    CHECK(!fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 100)); /* truly idle: times out */
+    CHECK(now_s() - t0 >= 0.09);
+    memset(&pr, 0, sizeof(pr));
+    pr.fd = s[0];
+    pr.rounds = 1;
+    t = spawn(partial_reader, &pr, 0);
+    pth_yield(NULL);
+    CHECK(write(s[1], "r", 1) == 1);
+    CHECK(pth_join(t, NULL));
+    CHECK(pr.ok);
+    /* the I/O functions absorb spurious wakeups: a pth_read after a
+       consumed-and-drained edge still returns the next byte only */
+    CHECK(write(s[1], "s", 1) == 1);
+    pth_nap(pth_time(0, 20000));
+    CHECK(read(s[0], &c, 1) == 1 && c == 's');
+    memset(&pr, 0, sizeof(pr));
+    {
+        struct reader r;
+        memset(&r, 0, sizeof(r));
+        r.fd = s[0];
+        t = spawn(reader_thread, &r, 0);
+        pth_nap(pth_time(0, 30000));
+        CHECK(!r.done);
+        CHECK(write(s[1], "t", 1) == 1);
+        CHECK(pth_join(t, NULL));
+        CHECK(r.n == 1 && r.buf[0] == 't');
+    }
+    /* (4) a fresh fd whose data was queued before its first wait */
+    CHECK(sp(t2) == 0);
+    CHECK(write(t2[1], "f", 1) == 1);
+    CHECK(fdwait_ms(t2[0], PTH_UNTIL_FD_READABLE, 2000));
+    CHECK(fdwait_ms(t2[0], PTH_UNTIL_FD_READABLE, 2000));
+    close(t2[0]); close(t2[1]);
+    close(s[0]); close(s[1]);
+    return 1;
+}
+
+/* raw waiters for readability and writeability on one fd at once */
+struct rawwait { int fd; unsigned long goal; int ok; };
+static void *rawwait_thread(void *arg)
+{
+    struct rawwait *w = arg;
+    w->ok = fdwait_ms(w->fd, w->goal, 3000);
+    return NULL;
+}
+static int t_et_two_waiters(void)
+{
+    int s[2], i;
+    char buf[4096];
+    struct rawwait rw, ww;
+    pth_t tr, tw;
+
+    CHECK(sp(s) == 0);
+    CHECK(register_fd(s[0]));
+    CHECK(fcntl(s[0], F_SETFL, O_NONBLOCK) == 0);
+    for (i = 0; i < 3; i++) {
+        memset(buf, 'x', sizeof(buf));
+        /* fill s[0]'s send buffer: EAGAIN for writing */
+        while (write(s[0], buf, sizeof(buf)) > 0) ;
+        CHECK(errno == EAGAIN);
+        CHECK(pth_fdeagain(s[0], PTH_UNTIL_FD_WRITEABLE));
+        CHECK(read(s[0], buf, 1) == -1 && errno == EAGAIN);
+        CHECK(pth_fdeagain(s[0], PTH_UNTIL_FD_READABLE));
+        rw.fd = ww.fd = s[0];
+        rw.goal = PTH_UNTIL_FD_READABLE;
+        ww.goal = PTH_UNTIL_FD_WRITEABLE;
+        rw.ok = ww.ok = -1;
+        tr = spawn(rawwait_thread, &rw, 0);
+        tw = spawn(rawwait_thread, &ww, 0);
+        pth_nap(pth_time(0, 20000));
+        CHECK(rw.ok == -1 && ww.ok == -1);
+        /* peer drains: only the writer wakes */
+        while (read(s[1], buf, sizeof(buf)) > 0) {
+            pth_yield(NULL);
+            if (fcntl(s[1], F_SETFL, O_NONBLOCK) != 0)
+                return 0;
+        }
+        CHECK(pth_join(tw, NULL));
+        CHECK(ww.ok == 1);
+        pth_nap(pth_time(0, 20000));
+        CHECK(rw.ok == -1);
+        /* peer writes: the reader wakes */
+        CHECK(write(s[1], "r", 1) == 1);
+        CHECK(pth_join(tr, NULL));
+        CHECK(rw.ok == 1);
+        CHECK(read(s[0], buf, sizeof(buf)) == 1);
+        CHECK(fcntl(s[1], F_SETFL, 0) == 0);
+    }
+    close(s[0]); close(s[1]);
+    return 1;
+}
+
+/*
+ * fd number reused while registered and quiet (EAGAIN seen, so a wait
+ * on it makes no system call): by close() + socketpair() and by dup2()
+ * onto the number; the new file must wake its waiter, the old one must
+ * not.
+ */
+static int t_et_reuse(void)
+{
+    int a[2], b[2], c2[2], num, keep;
+    char c;
+    struct reader r;
+    pth_t t;
+
+    /* close + reuse */
+    CHECK(sp(a) == 0);
+    num = a[0];
+    CHECK(register_fd(a[0]));
+    CHECK(register_fd(a[0])); /* and quiet: EAGAIN reported */
+    close(a[0]);
+    CHECK(sp(b) == 0);
+    if (b[1] == num) { int x = b[0]; b[0] = b[1]; b[1] = x; }
+    CHECK(b[0] == num);
+    memset(&r, 0, sizeof(r));
+    r.fd = b[0];
+    t = spawn(reader_thread, &r, 0);
+    pth_nap(pth_time(0, 20000));
+    CHECK(write(b[1], "n", 1) == 1);
+    pth_nap(pth_time(0, 20000));
+    CHECK(r.done && r.n == 1 && r.buf[0] == 'n');
+    CHECK(pth_join(t, NULL));
+    close(a[1]);
+
+    /* dup2 onto a registered, quiet number; the old file kept by a dup */
+    CHECK(sp(c2) == 0);
+    CHECK(register_fd(b[0]));
+    CHECK((keep = dup(b[0])) >= 0);
+    CHECK(dup2(c2[0], b[0]) == b[0]);
+    close(c2[0]);
+    memset(&r, 0, sizeof(r));
+    r.fd = b[0];
+    t = spawn(fdwait_thread, &r, 0);
+    pth_nap(pth_time(0, 20000));
+    CHECK(write(b[1], "o", 1) == 1); /* the old file: must not wake */
+    pth_nap(pth_time(0, 50000));
+    if (strcmp(backend, "libevent") != 0) /* its documented limit, see t_stale_fd */
+        CHECK(!r.done);
+    CHECK(write(c2[1], "N", 1) == 1);
+    CHECK(pth_join(t, NULL));
+    CHECK(r.done && r.n == 1);
+    CHECK(read(b[0], &c, 1) == 1 && c == 'N');
+    CHECK(read(keep, &c, 1) == 1 && c == 'o');
+    close(keep); close(b[0]); close(b[1]); close(c2[1]);
+    return 1;
+}
+
+/* fork: fds registered in the parent with no waiter at fork time are
+   registered in the child's own epoll instance by their next wait */
+static int t_et_fork(void)
+{
+    int s[2], u[2], status;
+    pid_t pid;
+    char c;
+
+    CHECK(sp(s) == 0);
+    CHECK(sp(u) == 0);
+    CHECK(register_fd(s[0]));
+    CHECK(register_fd(u[0]));
+    CHECK(write(u[1], "e", 1) == 1); /* an edge for the parent's ready bit */
+    pth_nap(pth_time(0, 20000));
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct reader r;
+        pth_t t;
+        alarm(10);
+        /* quiet fd: a waiter, then data */
+        memset(&r, 0, sizeof(r));
+        r.fd = s[0];
+        t = spawn(reader_thread, &r, 0);
+        pth_nap(pth_time(0, 20000));
+        if (write(s[1], "k", 1) != 1 || !pth_join(t, NULL) || r.n != 1 || r.buf[0] != 'k')
+            _exit(1);
+        /* the fd with data queued before the fork */
+        if (!fdwait_ms(u[0], PTH_UNTIL_FD_READABLE, 2000) || read(u[0], &c, 1) != 1 || c != 'e')
+            _exit(2);
+        /* a plain round trip after that */
+        memset(&r, 0, sizeof(r));
+        r.fd = u[0];
+        t = spawn(reader_thread, &r, 0);
+        pth_nap(pth_time(0, 20000));
+        if (write(u[1], "f", 1) != 1 || !pth_join(t, NULL) || r.n != 1 || r.buf[0] != 'f')
+            _exit(3);
+        _exit(0);
+    }
+    /* parent sleeps in its own scheduler meanwhile (not on s/u) */
+    while (waitpid(pid, &status, WNOHANG) == 0)
+        pth_nap(pth_time(0, 10000));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "  child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* the parent's registrations still work */
+    CHECK(write(s[1], "p", 1) == 1);
+    CHECK(fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 2000));
+    CHECK(read(s[0], &c, 1) == 1 && c == 'p');
+    close(s[0]); close(s[1]); close(u[0]); close(u[1]);
+    return 1;
+}
+
 /* ---- driver ------------------------------------------------------ */
 
 struct test { const char *name; int (*fn)(void); int high_fds; };
@@ -885,6 +1174,10 @@ static const struct test tests[] = {
     { "regular_file",     t_regular_file,     0 },
     { "spurious_wakeup",  t_spurious,         0 },
     { "select",           t_select,           0 },
+    { "et_consumed",      t_et_consumed,      0 },
+    { "et_two_waiters",   t_et_two_waiters,   0 },
+    { "et_reuse",         t_et_reuse,         0 },
+    { "et_fork",          t_et_fork,          0 },
 };
 
 static int run_one(const struct test *t)
