@@ -64,6 +64,17 @@ def uid_of(pid):
     raise TestFailure("no Uid line for %d" % pid)
 
 
+def settled_uid(pid, want, timeout=5):
+    """The worker's uids once it has finished starting (it drops privileges
+    right after the fork; under valgrind that takes a while)."""
+    deadline = time.time() + timeout * cowdtest.SLOW
+    while True:
+        u = uid_of(pid)
+        if u == want or time.time() > deadline:
+            return u
+        time.sleep(0.05)
+
+
 def start(root, args, **kw):
     srv = Server(root, ["--error-log", tempfile.mktemp(prefix="cowd-err-", dir=root.tmp)] + args, **kw)
     srv.err_log = srv.args[1]
@@ -520,7 +531,7 @@ def _(shared):
         import pwd
         nobody = pwd.getpwnam("nobody").pw_uid
         for p in pids:
-            eq(uid_of(p), [nobody] * 4, "Uid of worker %d" % p)
+            eq(settled_uid(p, [nobody] * 4), [nobody] * 4, "Uid of worker %d" % p)
         eq(uid_of(srv.proc.pid)[0], 0, "Uid of the master")
         eq(srv.get("/hello.txt").body, HELLO, "served as nobody")
         eq(stop(srv), 0, "master exit status")
@@ -538,7 +549,7 @@ def _(shared):
         import pwd
         nobody = pwd.getpwnam("nobody").pw_uid
         for p in pids:
-            eq(uid_of(p)[0], nobody, "Uid of worker %d" % p)
+            eq(settled_uid(p, [nobody] * 4)[0], nobody, "Uid of worker %d" % p)
         eq(stop(srv), 0, "master exit status")
         eq(len(re.findall(r"without --user: workers run as nobody", error_log(srv))), 1,
            "times the error log says so")
