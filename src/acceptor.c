@@ -145,7 +145,6 @@ static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *le
 void acceptor_run(int lfd, struct depot *d)
 {
     unsigned long emfile_count = 0;
-    int one = 1;
 
     if (stop_pipe_init() < 0) {
         log_errno(LOG_ERROR, "acceptor: cannot create the stop pipe");
@@ -192,8 +191,13 @@ void acceptor_run(int lfd, struct depot *d)
             break;
         }
         n_accepted++;
+#if !defined(__linux__) && !defined(__FreeBSD__) && !defined(__OpenBSD__) && \
+    !defined(__NetBSD__) && !defined(__DragonFly__)
+        /* elsewhere TCP_NODELAY may not be inherited from the listener */
+        int one = 1;
         if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 && errno != EOPNOTSUPP)
             log_errno(LOG_DEBUG, "TCP_NODELAY on accepted socket");
+#endif
         m->conn.fd = fd;
         depot_submit(d, m);
     }

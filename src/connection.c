@@ -237,6 +237,7 @@ static void lingering_close(struct conn *c)
 static void answer_parse_error(struct conn *c, const struct http_request *req, int status)
 {
     c->close_after = 1;
+    c->linger = 1;
     const struct http_request *r = req->version_major == 1 ? req : NULL;
     if (status == 405)
         response_error(c, r, status, "Allow", COWD_ALLOW);
@@ -254,6 +255,7 @@ static void handle_request(struct conn *c, struct http_request *req)
          * body and close, as RFC 9110 §10.1.1 allows.  Reading it first
          * would let a slow-body client (R-U-Dead-Yet) pin this handler. */
         c->close_after = 1;
+        c->linger = 1;
         response_error(c, req, 405, "Allow", COWD_ALLOW);
         return;
     }
@@ -262,6 +264,7 @@ static void handle_request(struct conn *c, struct http_request *req)
             /* Same for a body announced too large to skip: inviting it
              * would only make the client send what we then refuse. */
             c->close_after = 1;
+            c->linger = 1;
             response_error(c, req, 413, NULL, NULL);
             return;
         }
@@ -272,6 +275,7 @@ static void handle_request(struct conn *c, struct http_request *req)
     timerclear(&c->waiter.guard_since);     /* the request is in: sends have their own rule */
     if (st != 0) {
         c->close_after = 1;
+        c->linger = 1;
         if (st > 0)
             response_error(c, req, st, NULL, NULL);
         return;
@@ -307,6 +311,8 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->in_start = c->in_end = 0;
     c->requests = dc->requests;
     c->close_after = 0;
+    c->server_closes = 0;
+    c->linger = 0;
     buff_attach(&c->out, fd);
 
     for (;;) {
@@ -359,6 +365,9 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             if (rr == READ_TIMEOUT && started) {
                 c->close_after = 1;
                 response_error(c, NULL, 408, NULL, NULL);
+                /* no lingering for a client this slow (slowloris): the
+                 * 408 may be lost to a reset, the handler is not */
+                c->in_start = c->in_end;
             }
             if (rr != READ_ERROR || !started)
                 goto done;
@@ -373,8 +382,8 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         }
         c->in_start += head_len;
         c->requests++;
-        c->close_after = !req.keep_alive || c->requests >= cfg.max_keepalive_requests ||
-                         conn_stopping;
+        c->server_closes = c->requests >= cfg.max_keepalive_requests || conn_stopping;
+        c->close_after = !req.keep_alive || c->server_closes;
         uint64_t mark = accesslog_mark(c);
         handle_request(c, &req);
         accesslog_request(c, &req, mark);
@@ -386,7 +395,13 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             break;
     }
 done:
-    if (graceful && buff_flush(&c->out) == 0 && c->close_after)
+    /* Linger only when the client may still be sending: after an error
+     * that left its request unread, when we end the connection on our own
+     * (request cap, shutdown) while it may have pipelined more, or with
+     * bytes still unparsed.  A client that asked to close sends nothing
+     * more (RFC 9112 §9.6): a plain close saves a wait per connection. */
+    if (graceful && buff_flush(&c->out) == 0 && c->close_after &&
+        (c->linger || c->in_end > c->in_start || c->server_closes))
         lingering_close(c);
     else
         close(fd);

@@ -35,6 +35,8 @@ struct conn {
 
     unsigned requests;          /* on this connection */
     int close_after;            /* this response ends the connection */
+    int server_closes;          /* ... because we end it (cap, shutdown), not the client */
+    int linger;                 /* the client may still be sending: drain before close */
     int status;                 /* of the response being sent */
     int idle;                   /* waiting for the next request on a kept-alive
                                    connection (a graceful stop may end the wait) */

@@ -120,6 +120,11 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport)
     }
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
         log_errno(LOG_WARN, "listen %s: SO_REUSEADDR", spec);
+    /* Responses are flushed whole, so Nagle only delays them.  Accepted
+     * sockets inherit TCP_NODELAY from the listener (Linux, the BSDs),
+     * which saves a setsockopt per connection. */
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
+        log_errno(LOG_WARN, "listen %s: TCP_NODELAY", spec);
     if (reuseport) {
 #ifdef SO_REUSEPORT
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
