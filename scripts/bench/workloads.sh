@@ -123,8 +123,25 @@ wrk_reps() {
 # requests per connection, httperf at a fixed connection rate. The rate is
 # stepped up until a step has errors (plus SWEEP_AFTER_ERRORS more steps to
 # show the plateau, as in the paper's Figures 5 and 6) or SWEEP_CAP.
+# Connection-per-request runs leave tens of thousands of TIME_WAIT sockets;
+# until they expire (tcp_fin_timeout, 60 s) the client's connect() slows
+# down for whichever server runs next, so each such run starts only once
+# they are below TW_SETTLE (up to TW_WAIT_MAX seconds; logged).
+settle_time_wait() {
+    local n waited=0
+    while :; do
+        n=$(ss -tan state time-wait 2>/dev/null | tail -n +2 | wc -l)
+        [ "$n" -le "${TW_SETTLE:-2000}" ] && break
+        [ "$waited" -ge "${TW_WAIT_MAX:-75}" ] && { warn "still $n TIME_WAIT sockets after ${waited}s"; break; }
+        sleep 5; waited=$((waited + 5))
+    done
+    [ "$waited" -gt 0 ] && log "  waited ${waited}s for TIME_WAIT sockets to expire ($n left)"
+    return 0
+}
+
 workload_a() {
     local server=$1 rate steps_after=-1 raw c0 c1 vals
+    settle_time_wait
     start_for "$server" a || return 1
     for ((rate = SWEEP_START; rate <= SWEEP_CAP; rate += SWEEP_STEP)); do
         pid_alive "$SRV_PID" || { warn "$server died during the sweep"; break; }
@@ -186,6 +203,7 @@ workload_b() {
 # same client and connection count as b; see README for why not httperf).
 workload_c() {
     local server=$1
+    settle_time_wait
     start_for "$server" c || return 1
     wrk_reps "$server" c f2k-close /f2k -H 'Connection: close'
     server_stop
