@@ -86,19 +86,20 @@ static void slot_release(struct slot *s)
     lot.n_parked--;
 }
 
-/* The connection has bytes (or EOF): back to the depot as a connection. */
+/* The connection has bytes (or EOF): back to the depot as a connection.
+ * The slot is released before waiting for a free message: while this
+ * thread waits, a graceful stop (park_close_all) must not find, close and
+ * free the same slot a second time. */
 static void unpark(struct slot *s)
 {
     int fd = s->fd;
+    struct depot_conn conn = { fd, s->peer, s->peer_len, s->requests };
 #ifdef PARK_EPOLL
     epoll_ctl(lot.epfd, EPOLL_CTL_DEL, fd, NULL);
 #endif
-    struct depot_msg *m = depot_msg_take(lot.depot, 1);
-    m->conn.fd = fd;
-    m->conn.peer = s->peer;
-    m->conn.peer_len = s->peer_len;
-    m->conn.requests = s->requests;
     slot_release(s);
+    struct depot_msg *m = depot_msg_take(lot.depot, 1);
+    m->conn = conn;
     depot_submit(lot.depot, m);
 }
 

@@ -106,3 +106,64 @@ def _(srv):
     finally:
         for s in socks:
             s.close()
+
+
+@test("scale: SIGTERM while thousands of parked connections wake at once: the worker exits")
+def _(srv):
+    # Regression: a parked connection waking while the handler pool's
+    # messages are all taken made the park thread wait inside unpark(); a
+    # graceful stop then closed that same slot, the slot was freed twice and
+    # the park lists looped forever (a worker spinning at 100 % CPU).
+    if "select backend" in backend():
+        raise TestSkip("the select backend is limited to FD_SETSIZE (1024) descriptors by design")
+    raise_nofile(8000)
+    import signal as sig
+    from cowdtest import Server
+    own = Server(srv.root, ["--user", "root", "--threads", "2", "--keepalive-timeout", "60",
+                            "--shutdown-timeout", "3"])
+    own.start()
+    socks = []
+    try:
+        for _ in range(3000):
+            socks.append(socket.create_connection(("127.0.0.1", own.port), timeout=10))
+        for s in socks[::100]:
+            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "idle connection served")
+        time.sleep(1.5)                 # all parked now
+        # both handlers busy with unfinished heads, the depot's messages taken
+        slow = []
+        for _ in range(8):
+            c = socket.create_connection(("127.0.0.1", own.port), timeout=10)
+            c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n")
+            slow.append(c)
+        socks.extend(slow)
+        time.sleep(0.2)
+        for s in socks[:-8]:            # every parked connection wakes at once
+            s.sendall(HELLO_REQ)
+        time.sleep(0.3)                 # the park thread is now waiting for messages
+        workers = own.children()
+        own.proc.send_signal(sig.SIGTERM)
+        time.sleep(0.3)
+        for c in slow:                  # the handlers finish: messages come back
+            try:
+                c.sendall(b"\r\n")
+            except OSError:
+                pass
+
+        def running(w):
+            try:
+                with open("/proc/%d/stat" % w) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:
+                return False
+        deadline = time.time() + 15
+        while time.time() < deadline and any(running(w) for w in workers):
+            time.sleep(0.1)
+        alive = [w for w in workers if running(w)]
+        for w in alive:
+            os.kill(w, sig.SIGKILL)
+        check(not alive, "worker exited after SIGTERM (still running: %s)" % alive)
+        eq(own.proc.wait(timeout=15), 0, "master exit status")
+    finally:
+        for s in socks:
+            s.close()
+        own.kill()

@@ -1,0 +1,135 @@
+/* check_park.c: the parking lot: a parked socket that becomes readable goes
+ * back to the depot with its request count; expiry closes it; and a graceful
+ * stop racing an unpark that waits for a free message neither frees a slot
+ * twice nor hands a closed descriptor to a handler. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pth.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "depot.h"
+#include "park.h"
+
+static struct depot *dep;
+static int served_fd[16], served_requests[16], n_served;
+
+static void fake_serve(void *ctx, const struct depot_conn *conn)
+{
+    (void)ctx;
+    served_fd[n_served] = conn->fd;
+    served_requests[n_served] = (int)conn->requests;
+    n_served++;
+}
+
+static void start(unsigned messages)
+{
+    ck_assert(pth_init());
+    n_served = 0;
+    struct depot_config dc = { .handlers = 1, .messages = messages, .stack_size = 32 * 1024,
+                               .serve = fake_serve };
+    dep = depot_create(&dc);
+    ck_assert_ptr_nonnull(dep);
+    ck_assert_int_eq(park_init(dep, 8), 0);
+    for (int i = 0; i < 100; i++)
+        pth_yield(NULL);
+}
+
+static void settle(void)
+{
+    for (int i = 0; i < 200; i++) {
+        pth_nap(pth_time(0, 1000));
+    }
+}
+
+START_TEST(readable_parked_socket_goes_back_to_the_depot)
+{
+    int sv[2];
+    start(4);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, 7, 60), 0);
+    ck_assert_uint_eq(park_count(), 1);
+    settle();
+    ck_assert_int_eq(n_served, 0);                  /* nothing to read yet */
+    ck_assert_int_eq(write(sv[1], "x", 1), 1);
+    settle();
+    ck_assert_int_eq(n_served, 1);
+    ck_assert_int_eq(served_fd[0], sv[0]);
+    ck_assert_int_eq(served_requests[0], 7);        /* the keep-alive count survives */
+    ck_assert_uint_eq(park_count(), 0);
+}
+END_TEST
+
+START_TEST(expired_socket_is_closed)
+{
+    int sv[2];
+    start(4);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, 1, 1), 0);
+    pth_nap(pth_time(2, 500000));
+    ck_assert_uint_eq(park_count(), 0);
+    ck_assert_int_eq(fcntl(sv[0], F_GETFD), -1);    /* closed */
+    char b;
+    ck_assert_int_eq(read(sv[1], &b, 1), 0);        /* the peer sees end of stream */
+    ck_assert_int_eq(n_served, 0);
+}
+END_TEST
+
+START_TEST(stop_during_an_unpark_waiting_for_a_message)
+{
+    int a[2], b[2];
+    start(1);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, a), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, b), 0);
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    ck_assert_int_eq(park_connection(a[0], &peer, sizeof peer, 1, 60), 0);
+    ck_assert_int_eq(park_connection(b[0], &peer, sizeof peer, 1, 60), 0);
+    /* take the depot's only message: the park thread will have to wait */
+    struct depot_msg *held = depot_msg_take(dep, 0);
+    ck_assert_ptr_nonnull(held);
+    ck_assert_int_eq(write(a[1], "x", 1), 1);
+    settle();                                       /* park thread now waits in unpark */
+    ck_assert_int_eq(n_served, 0);
+    park_close_all();                               /* graceful stop */
+    ck_assert_uint_eq(park_count(), 0);
+    depot_msg_return(dep, held);                    /* a message comes back */
+    settle();
+    /* a's connection was unparked before the stop: it is served (and still
+     * open) or closed, but never both; b was closed by the stop */
+    ck_assert_int_le(n_served, 1);
+    if (n_served == 1) {
+        ck_assert_int_eq(served_fd[0], a[0]);
+        ck_assert_int_ne(fcntl(a[0], F_GETFD), -1);
+    }
+    ck_assert_int_eq(fcntl(b[0], F_GETFD), -1);
+    /* the lot is consistent: parking again and stopping again terminate */
+    int c[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, c), 0);
+    ck_assert_int_eq(park_connection(c[0], &peer, sizeof peer, 1, 60), 0);
+    ck_assert_uint_eq(park_count(), 1);
+    park_close_all();
+    ck_assert_uint_eq(park_count(), 0);
+    ck_assert_int_eq(fcntl(c[0], F_GETFD), -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("park");
+    TCase *tc = tcase_create("park");
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, readable_parked_socket_goes_back_to_the_depot);
+    tcase_add_test(tc, expired_socket_is_closed);
+    tcase_add_test(tc, stop_during_an_unpark_waiting_for_a_message);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
