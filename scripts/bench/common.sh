@@ -68,7 +68,11 @@ stop_pid() {
         pid_alive "$pid" || { wait "$pid" 2>/dev/null; return 0; }
         sleep 0.1
     done
-    kill -KILL "$pid" 2>/dev/null
+    # still running: kill it and the worker processes it started, so that
+    # no orphan keeps a core busy during the next server's runs
+    local kids
+    kids=$(pgrep -P "$pid" 2>/dev/null || true)
+    kill -KILL "$pid" $kids 2>/dev/null
     wait "$pid" 2>/dev/null
     return 0
 }
