@@ -40,7 +40,7 @@ static void config_defaults(void)
     cfg.cache_size = 64 * 1024 * 1024;
     cfg.cache_entries = 4096;
     cfg.cache_validate = 1;
-    cfg.sendfile_min = 64 * 1024;
+    cfg.sendfile_min = 32 * 1024;         /* measured crossover: scripts/bench-sendfile */
     cfg.workers = 1;
     cfg.shutdown_timeout = 10;
     cfg.log_format = 1;                  /* combined */
@@ -133,7 +133,7 @@ void config_usage(FILE *out)
 "      --cache-size BYTES       file cache: memory for small files' contents (default 64m)\n"
 "      --cache-entries N        file cache: most files cached (default 4096; 0 = no cache)\n"
 "      --cache-validate SEC     file cache: stat a cached file at most this often (default 1)\n"
-"      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 64k)\n"
+"      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 32k)\n"
 "      --workers N              worker processes under a supervising master\n"
 "                               (default 1; 0 = one per CPU)\n"
 "      --reuseport              give each worker its own SO_REUSEPORT listen socket\n"
