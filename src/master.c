@@ -51,15 +51,21 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The signals the master handles synchronously (sigtimedwait). */
+static void master_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGUSR1);
+}
+
 void master_block_signals(void)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
+    master_signal_set(&set);
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
         log_errno(LOG_ERROR, "master: sigprocmask");
 }
@@ -251,12 +257,7 @@ int master_run(const struct master_setup *ms)
             slots[s].restart_at = now_s() + 1;
 
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
+    master_signal_set(&set);
     double ready_at = now_s() + 0.3, kill_at = 0;
     int ready = 0, rc = EXIT_SUCCESS;
     for (;;) {
