@@ -86,14 +86,12 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
         return READ_ERROR;          /* callers bound their needs by in_cap */
     for (;;) {
         if (read_first) {
-            size_t room = c->in_cap - c->in_end;
-            ssize_t n = read(c->fd, c->in + c->in_end, room);
+            /* A short read is no proof of "drained" for the scheduler: a
+             * FIN that arrived with the data raises no new edge, so only
+             * EAGAIN is reported (io_drained), never a short read. */
+            ssize_t n = read(c->fd, c->in + c->in_end, c->in_cap - c->in_end);
             if (n > 0) {
                 c->in_end += (size_t)n;
-                /* a short read emptied the socket: the next byte will raise
-                 * a new edge, so the next wait needs no re-arming */
-                if ((size_t)n < room)
-                    io_drained(c->fd, 0);
                 return READ_OK;
             }
             if (n == 0)

@@ -122,8 +122,8 @@ def get_one(port, target, headers=None, timeout=5):
 
 class Load:
     """`n` client threads, each a keep-alive connection sending GETs in a loop.
-    A request that fails (reset, close, timeout) is retried once on a new
-    connection; a failed retry counts as a failure."""
+    A request that fails (reset, close, timeout) is retried on a new
+    connection (twice at most); failed retries count as a failure."""
 
     def __init__(self, port, n=6, target="/hello.txt", body=HELLO):
         self.port, self.target, self.body = port, target, body
@@ -156,18 +156,26 @@ class Load:
             if c is not None:
                 c.close()
                 c = None
-            try:
-                c = cowdtest.Conn(self.port, 3)
-                self.one(c)
+            # retried on a new connection, twice at most: under valgrind or
+            # the select backend a retry can still race the dying worker
+            errors = []
+            for _ in range(2):
+                try:
+                    c = cowdtest.Conn(self.port, 3)
+                    self.one(c)
+                    with self.lock:
+                        self.ok += 1
+                        self.retried += 1
+                    errors = []
+                    break
+                except (OSError, Closed, TestFailure) as e:
+                    errors.append(e)
+                    if c is not None:
+                        c.close()
+                    c = None
+            if errors:
                 with self.lock:
-                    self.ok += 1
-                    self.retried += 1
-            except (OSError, Closed, TestFailure) as e:
-                with self.lock:
-                    self.failures.append("%s / retry: %s" % (first, e))
-                if c is not None:
-                    c.close()
-                c = None
+                    self.failures.append("%s / retries: %s" % (first, errors))
         if c is not None:
             c.close()
 
@@ -211,7 +219,7 @@ def _(shared):
             children(srv.proc.pid)), 5, "a replacement worker")
         time.sleep(1.0)
         load.stop()
-        eq(load.failures[:3], [], "failed requests (after one retry each)")
+        eq(load.failures[:3], [], "failed requests (after retries)")
         check(load.ok > 100, "too few requests served under load: %d" % load.ok)
         check(len(set(new) - set(pids)) == 1, "one new worker pid: old %r new %r" % (pids, new))
         log = error_log(srv)
