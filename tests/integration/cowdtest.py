@@ -396,6 +396,24 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSani
 WORKER_DIED = re.compile(r"worker \d+ \(slot \d+\) [^\n]*(restarting it|giving up)[^\n]*")
 
 
+def children_of(pid):
+    """Live (not zombie) processes whose parent is pid, from /proc, sorted."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        # the command name may contain spaces and parentheses: split after the last ')'
+        fields = st[st.rindex(")") + 2:].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(d))
+    return sorted(out)
+
+
 class Server:
     def __init__(self, root, args, root_dir=None):
         self.root = root
@@ -461,19 +479,7 @@ class Server:
 
     def children(self):
         """PIDs of the server's worker processes (cowd may fork them)."""
-        pids = []
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    st = f.read()
-            except OSError:
-                continue
-            fields = st[st.rindex(")") + 2:].split()
-            if int(fields[1]) == self.proc.pid:
-                pids.append(int(d))
-        return pids
+        return children_of(self.proc.pid)
 
     def serving_uids(self):
         """Effective uids of the processes that serve requests: the workers

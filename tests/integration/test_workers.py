@@ -23,22 +23,7 @@ from cowdtest import (HELLO, Closed, Server, TestFailure, TestSkip, check, eq, r
 # helpers
 # ---------------------------------------------------------------------------
 
-def children(pid):
-    """Pids whose parent is pid (from /proc)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        # the command name may contain spaces and parentheses: split after the last ')'
-        fields = st[st.rindex(")") + 2:].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(d))
-    return sorted(out)
+children = cowdtest.children_of
 
 
 def wait_for(cond, timeout, what, step=0.02):
