@@ -70,12 +70,17 @@ enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR, READ_PARK };
  * only if the read would block: pipelined responses leave together. */
 static enum read_result read_more(struct conn *c, const struct timeval *deadline, int may_park)
 {
-    /* Read first only when bytes are likely waiting: on a fresh connection
-     * (the request follows the handshake), or when part of a request or a
-     * pipelined one is already here.  A client that waits for each response
-     * has sent nothing yet: flushing and waiting at once saves the read()
-     * that would only say EAGAIN (one system call per keep-alive request). */
-    int read_first = c->requests == 0 || c->in_end > c->in_start;
+    /* Read first only when bytes are likely waiting: on a connection just
+     * handed to this handler (a new one: the request follows the handshake;
+     * one woken from the park: it became readable), or when part of a
+     * request or a pipelined one is already here.  A client that waits for
+     * each response has sent nothing yet: flushing and waiting at once saves
+     * the read() that would only say EAGAIN (one system call per keep-alive
+     * request).  Skipping the read of a connection woken from the park would
+     * park it again unread, over and over (under pressure parking is
+     * immediate). */
+    int read_first = c->handed_over || c->requests == 0 || c->in_end > c->in_start;
+    c->handed_over = 0;
 
     if (c->in_start > 0) {
         memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
@@ -311,6 +316,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->close_after = 0;
     c->server_closes = 0;
     c->linger = 0;
+    c->handed_over = 1;
     buff_attach(&c->out, fd);
 
     for (;;) {

@@ -40,6 +40,8 @@ struct conn {
     int status;                 /* of the response being sent */
     int idle;                   /* waiting for the next request on a kept-alive
                                    connection (a graceful stop may end the wait) */
+    int handed_over;            /* just given to this handler (new, or woken from the
+                                   park): bytes are likely waiting, read before waiting */
 };
 
 /* Graceful stop (set by the worker): responses say Connection: close and

@@ -156,6 +156,25 @@ def _(srv):
         check(time.time() - t0 > 0.5, "closed too early")
 
 
+@test("robust: with every handler busy, a keep-alive connection's next request is served",
+      args=["--threads", "1"])
+def _(srv):
+    # Regression: under pressure (no idle handler) a handler parked a
+    # keep-alive connection without reading first; when the park thread
+    # handed it back for its next request, the handler parked it again
+    # unread, and the two passed it back and forth at 100 % CPU forever.
+    # With one handler thread there is pressure whenever it runs.
+    with srv.conn(timeout=5) as c:
+        for i in range(4):
+            c.send(request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "body of request %d" % (i + 1))
+            time.sleep(0.2)             # the connection is parked meanwhile
+    with srv.conn(timeout=5) as c:
+        c.send(request("GET", "/hello.txt"))
+        eq(c.response().body, HELLO, "a second client afterwards")
+    srv.assert_alive()
+
+
 @test("robust: 300 concurrent connections with --threads 64 are all served", args=["--threads", "64"])
 def _(srv):
     N = 300
