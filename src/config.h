@@ -31,6 +31,7 @@ struct config {
     unsigned    max_ranges;         /* more ranges than this: Range ignored */
     uint64_t    max_body_discard;   /* body bytes read and dropped on GET/HEAD */
     unsigned    backlog;
+    unsigned    defer_accept;       /* TCP_DEFER_ACCEPT seconds, 0 = off */
     int         foreground;
     unsigned    max_connections;    /* open client connections per worker */
     size_t      cache_size;         /* file cache: bytes of small-file contents */

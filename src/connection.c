@@ -91,12 +91,12 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
         return READ_ERROR;          /* callers bound their needs by in_cap */
     for (;;) {
         if (read_first) {
-            /* A short read is no proof of "drained" for the scheduler: a
-             * FIN that arrived with the data raises no new edge, so only
-             * EAGAIN is reported (io_drained), never a short read. */
-            ssize_t n = read(c->fd, c->in + c->in_end, c->in_cap - c->in_end);
+            size_t room = c->in_cap - c->in_end;
+            ssize_t n = read(c->fd, c->in + c->in_end, room);
             if (n > 0) {
                 c->in_end += (size_t)n;
+                if ((size_t)n < room)
+                    io_short_read(c->fd);   /* the next wait needs no re-arm */
                 return READ_OK;
             }
             if (n == 0)

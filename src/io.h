@@ -35,14 +35,23 @@ void io_waiter_free(struct io_waiter *w);
 void io_deadline(struct timeval *out, unsigned seconds);
 
 /* Tell the scheduler that fd has no more to give (want_write 0: a read
- * said EAGAIN, or a short read emptied a stream socket's queue) or no room
- * (1: a write said EAGAIN).  With the epoll backend's persistent,
+ * said EAGAIN) or no room (1: a write said EAGAIN).  With the epoll backend's persistent,
  * edge-triggered registrations, a wait after this needs no epoll_ctl.
  * Never call it without such evidence: a wrongly cleared readiness would
  * make the next wait sleep through data that is already there. */
 static inline void io_drained(int fd, int want_write)
 {
     pth_fdeagain(fd, want_write ? PTH_UNTIL_FD_WRITEABLE : PTH_UNTIL_FD_READABLE);
+}
+
+/* A read(2) on the stream socket fd returned fewer bytes than asked for,
+ * but some: its receive queue is empty, and the scheduler may treat it
+ * like EAGAIN (saving the re-arm system call before the next wait) --
+ * unless the peer's FIN or an error was already reported, which raises no
+ * new edge (pth_fddrained checks that). */
+static inline void io_short_read(int fd)
+{
+    pth_fddrained(fd);
 }
 
 /* Park until fd is readable (want_write 0) or writable (1), or until the

@@ -99,10 +99,10 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
 
 int listen_open(const char *spec, int backlog)
 {
-    return listen_open_reuseport(spec, backlog, 0);
+    return listen_open_reuseport(spec, backlog, 0, 0);
 }
 
-int listen_open_reuseport(const char *spec, int backlog, int reuseport)
+int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -136,6 +136,19 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport)
         log_msg(LOG_ERROR, "listen %s: SO_REUSEPORT is not supported on this system", spec);
         close(fd);
         return -1;
+#endif
+    }
+    /* Accept a connection only once its request's first bytes are here
+     * (or after defer_accept seconds): the handler's first read then
+     * finds them, instead of saying EAGAIN and costing a wait, and a
+     * client that connects and says nothing holds no descriptor. */
+    if (defer_accept > 0) {
+#ifdef TCP_DEFER_ACCEPT
+        int secs = (int)defer_accept;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof secs) < 0)
+            log_errno(LOG_WARN, "listen %s: TCP_DEFER_ACCEPT", spec);
+#else
+        log_msg(LOG_DEBUG, "listen %s: no TCP_DEFER_ACCEPT on this system: accepting at once", spec);
 #endif
     }
     if (ss.ss_family == AF_INET6 &&

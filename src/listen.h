@@ -13,6 +13,6 @@ int listen_open(const char *spec, int backlog);
 /* The same; with reuseport, SO_REUSEPORT is set before bind, so that several
  * such sockets (one per worker) share the address and the kernel spreads
  * connections among them.  Fails if the system lacks SO_REUSEPORT. */
-int listen_open_reuseport(const char *spec, int backlog, int reuseport);
+int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept);
 
 #endif

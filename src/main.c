@@ -105,7 +105,8 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     for (unsigned i = 0; i < nsock; i++) {
-        lfds[i] = listen_open_reuseport(cfg.listen[i % cfg.n_listen], (int)cfg.backlog, cfg.reuseport);
+        lfds[i] = listen_open_reuseport(cfg.listen[i % cfg.n_listen], (int)cfg.backlog, cfg.reuseport,
+                                         cfg.defer_accept);
         if (lfds[i] < 0)
             return EXIT_FAILURE;
     }

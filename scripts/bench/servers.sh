@@ -7,7 +7,9 @@
 #
 # Equivalent settings: one worker, access log off, keep-alive limits and idle
 # timeouts far above what a run needs, sendfile where supported, the same
-# document root, room for >10,000 connections (workload e).
+# document root, room for >10,000 connections (workload e), and
+# TCP_DEFER_ACCEPT on the listen socket (h2o always sets it, cowd by default
+# --defer-accept 1; nginx gets "deferred", lighttpd server.defer-accept = 1).
 #
 #   server_available NAME         -> 0 if the server can be run here
 #   server_start NAME DOCROOT DIR -> sets SRV_PID, SRV_PORT (0 on success)
@@ -111,7 +113,8 @@ http {
     uwsgi_temp_path $d/tmp/uwsgi;
     scgi_temp_path $d/tmp/scgi;
     server {
-        listen 127.0.0.1:$port backlog=4096;
+        # deferred: TCP_DEFER_ACCEPT, as h2o (always) and cowd (default) use
+        listen 127.0.0.1:$port backlog=4096 deferred;
         server_name _;
         root $doc;
         location / { }
@@ -132,6 +135,8 @@ server.errorlog = "$d/error.log"
 server.max-fds = $MAX_FDS
 server.max-connections = $MAX_CONNS
 server.listen-backlog = 4096
+# TCP_DEFER_ACCEPT, as h2o (always) and cowd (default) use
+server.defer-accept = 1
 server.max-keep-alive-requests = 1000000
 server.max-keep-alive-idle = 120
 server.max-read-idle = 120

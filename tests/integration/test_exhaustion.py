@@ -33,9 +33,13 @@ def _(srv):
     srv.start()
     hold = []
     try:
-        # idle connections each take a descriptor in the worker
+        # connections with a request begun each take a descriptor in the
+        # worker (silent ones would not: --defer-accept keeps them in the
+        # kernel until their first bytes arrive)
         for _ in range(LIMIT + 20):
-            hold.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+            h = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            h.sendall(b"GET /hello.txt HTTP/1.1\r\n")
+            hold.append(h)
         time.sleep(0.5)
         # a new client now gets 503 (or, at worst, waits in the backlog: not acceptable)
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)

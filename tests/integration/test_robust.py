@@ -228,3 +228,42 @@ def _(srv):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
     srv.assert_alive()
+
+
+def open_fds(srv):
+    """Open descriptors of the server's worker processes."""
+    import os
+    n = 0
+    for pid in srv.children():
+        n += len(os.listdir("/proc/%d/fd" % pid))
+    return n
+
+
+def held_by_silent_clients(srv, count=40):
+    base = open_fds(srv)
+    socks = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(count)]
+    try:
+        time.sleep(0.3)
+        held = open_fds(srv) - base
+        # a client that does send is served at once, even with the silent ones around
+        with srv.conn(timeout=5) as c:
+            c.send(request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "body")
+        return held
+    finally:
+        for s in socks:
+            s.close()
+
+
+@test("robust: silent connections hold no worker descriptor (--defer-accept, the default)",
+      ["--user", "root"])
+def _(srv):
+    held = held_by_silent_clients(srv)
+    check(held < 10, "40 silent connections hold %d descriptors in the worker" % held)
+
+
+@test("robust: --defer-accept 0 accepts silent connections at once",
+      ["--user", "root", "--defer-accept", "0"])
+def _(srv):
+    held = held_by_silent_clients(srv)
+    check(held >= 40, "40 silent connections hold only %d descriptors in the worker" % held)
