@@ -68,7 +68,8 @@ enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR, READ_PARK };
 
 /* Reads more request bytes into the input buffer.  Pending output is flushed
  * only if the read would block: pipelined responses leave together. */
-static enum read_result read_more(struct conn *c, const struct timeval *deadline, int may_park)
+static enum read_result read_more(struct conn *c, const struct timeval *deadline,
+                                  const struct timeval *wait_start, int may_park)
 {
     /* Read first only when bytes are likely waiting: on a connection just
      * handed to this handler (a new one: the request follows the handshake;
@@ -113,8 +114,9 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
         if (may_park) {
             if (conn_depot == NULL || depot_under_pressure(conn_depot))
                 return READ_PARK;
-            struct timeval park_at;
-            gettimeofday(&park_at, NULL);
+            /* counted from when the wait for this request began (the
+             * clock is read once per request, not once per wait) */
+            struct timeval park_at = *wait_start;
             park_at.tv_sec += CONN_PARK_AFTER_MS / 1000;
             park_at.tv_usec += (CONN_PARK_AFTER_MS % 1000) * 1000;
             if (park_at.tv_usec >= 1000000) {
@@ -329,14 +331,17 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
          * next request; once a byte arrives the head must be complete
          * within header_timeout (total, not per read: slowloris). */
         int started = c->in_end > c->in_start;
-        if (started)
-            gettimeofday(&c->waiter.guard_since, NULL);
-        else
-            timerclear(&c->waiter.guard_since);
         if (conn_stopping && c->requests > 0 && !started)
             break;                  /* graceful stop: no waiting for another request */
-        io_deadline(&deadline, started || c->requests == 0 ? cfg.header_timeout
-                                                           : cfg.keepalive_timeout);
+        struct timeval wait_start;
+        gettimeofday(&wait_start, NULL);
+        if (started)
+            c->waiter.guard_since = wait_start;
+        else
+            timerclear(&c->waiter.guard_since);
+        deadline = wait_start;
+        deadline.tv_sec += started || c->requests == 0 ? cfg.header_timeout
+                                                       : cfg.keepalive_timeout;
         for (;;) {
             if (c->in_end > c->in_start) {
                 memset(&req, 0, sizeof req);
@@ -348,21 +353,22 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             c->idle = !started && c->requests > 0;
             /* Waiting for the first byte of a request: park the socket
              * instead of holding this handler thread (park.h). */
-            enum read_result rr = read_more(c, &deadline, !started && !conn_stopping);
+            enum read_result rr = read_more(c, &deadline, &wait_start, !started && !conn_stopping);
             if (rr == READ_PARK) {
                 c->idle = 0;
                 if (park_connection(fd, &c->peer, c->peer_len, c->requests,
                                     c->requests == 0 ? cfg.header_timeout
                                                      : cfg.keepalive_timeout) == 0)
                     return;         /* the park thread owns fd now */
-                rr = read_more(c, &deadline, 0);    /* lot full: wait here */
+                rr = read_more(c, &deadline, &wait_start, 0);   /* lot full: wait here */
             }
             c->idle = 0;
             if (rr == READ_OK) {
                 if (!started) {
                     started = 1;
                     gettimeofday(&c->waiter.guard_since, NULL);
-                    io_deadline(&deadline, cfg.header_timeout);
+                    deadline = c->waiter.guard_since;
+                    deadline.tv_sec += cfg.header_timeout;
                 }
                 continue;
             }
