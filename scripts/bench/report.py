@@ -150,6 +150,26 @@ def summarize_sweep(rows):
             "per_cpu_s": replies / cpu if cpu else None,
             "client_limited": [int(r["rate"]) for r in client_limited],
         }
+    # Efficiency at equal offered load: over the rates that every server
+    # served without errors.  Past a server's saturation point CPU per
+    # reply measures the overload (and httperf's own, client-side
+    # fd_unavail failure) as much as the server, and the servers reach
+    # different rates, so the all-steps figure compares unequal work.
+    common = None
+    for m in out.values():
+        clean = {int(r["rate"]) for r in m["steps"] if int(r["errors"]) == 0}
+        common = clean if common is None else common & clean
+    common = sorted(common or [])
+    for m in out.values():
+        rs = [r for r in m["steps"] if int(r["rate"]) in common]
+        replies = sum(int(r["replies"]) for r in rs)
+        cpu = sum(fnum(r["cpu_s"], 0) for r in rs)
+        m["all_per_cpu_s"] = m["per_cpu_s"]
+        m["common_rates"] = common
+        m["common_per_cpu_s"] = replies / cpu if cpu and replies else None
+        if common:
+            m["per_cpu_s"] = m["common_per_cpu_s"]
+            m["cpu_per_1k"] = cpu * 1000 / replies if replies else None
     return out
 
 
@@ -218,16 +238,30 @@ def main():
         md += [f"## {WL_TITLES['a']}", ""]
         md.append("| server | peak replies/s | at rate (conn/s) | avg reply ms at peak | "
                   "max error-free rate | reply ms there | errors (sweep) | first errors | "
-                  "CPU s / 1k replies | replies / CPU s |")
-        md.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+                  "CPU s / 1k replies | replies / CPU s | replies / CPU s, all steps |")
+        md.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
         for s in sorted(sweep, key=server_rank):
             m = sweep[s]
             fe = (f"at {m['first_err_rate']}: {m['err_kinds']}" if m["first_err_rate"] else "none")
             md.append(f"| {s} | {fmt(m['rps'])} | {m['peak_rate']} | {fmt(m['lat_avg'], 2)} | "
                       f"{m['max_clean_rate'] or '–'} | {fmt(m['clean_ms'], 2)} | {m['errors']} | {fe} | "
-                      f"{fmt(m['cpu_per_1k'], 3)} | {fmt(m['per_cpu_s'])} |")
+                      f"{fmt(m['cpu_per_1k'], 3)} | {fmt(m['per_cpu_s'])} | "
+                      f"{fmt(m['all_per_cpu_s'])} |")
             summary_rows.append(("a", "f12k-sweep", s, m))
+        common = next(iter(sweep.values()))["common_rates"]
+        allc = {s: {"per_cpu_s": m["all_per_cpu_s"]} for s, m in sweep.items()}
+        es, ev = best_peer(allc, "per_cpu_s")
         md += ["", ratio_line(sweep), ""]
+        if common:
+            md.append(f"CPU figures (and the efficiency ratio) cover the offered rates every "
+                      f"server served without errors: {', '.join(map(str, common))} conn/s "
+                      f"(equal work for all). Over all of each server's steps, overload "
+                      f"included, cowd / best peer is "
+                      f"{ratio(allc.get('cowd', {}).get('per_cpu_s'), ev)} (best: {es}).")
+        else:
+            md.append("No offered rate was served without errors by every server: CPU "
+                      "figures cover all of each server's steps.")
+        md.append("")
         headline.append(("a", "f12k, 5 req/conn, peak", sweep))
         # per-step tables, like the paper's Tables 1 and 2
         rates = sorted({int(r["rate"]) for m in sweep.values() for r in m["steps"]})
