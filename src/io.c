@@ -221,6 +221,14 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
     return 0;
 }
 
+/* Bytes handed to one sendfile(2) call.  The kernel's autotuned send
+ * buffer can take megabytes at once, and copying them holds the one OS
+ * thread every handler shares: one 5 MB reply stalled the replies of every
+ * other connection (the WebSTONE mix).  Between chunks the handler yields,
+ * so other ready handlers run -- as lighttpd and nginx (sendfile_max_chunk)
+ * bound theirs. */
+#define IO_SENDFILE_CHUNK (512 * 1024)
+
 int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
                     size_t len, unsigned timeout)
 {
@@ -231,11 +239,13 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
     while (len > 0) {
         ssize_t n;
 #if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
-        n = sendfile(fd, file_fd, offset, len > (1u << 30) ? (1u << 30) : len);
+        n = sendfile(fd, file_fd, offset, len > IO_SENDFILE_CHUNK ? IO_SENDFILE_CHUNK : len);
         if (n == 0) {           /* file shrank under us: cannot keep our promise */
             errno = EIO;
             return -1;
         }
+        if (n > 0 && (size_t)n < len)
+            pth_yield(NULL);    /* let the others run between chunks */
 #else
         char chunk[16384];
         ssize_t r = pread(file_fd, chunk, len < sizeof chunk ? len : sizeof chunk, *offset);
