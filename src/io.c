@@ -239,13 +239,17 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
     while (len > 0) {
         ssize_t n;
 #if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
-        n = sendfile(fd, file_fd, offset, len > IO_SENDFILE_CHUNK ? IO_SENDFILE_CHUNK : len);
+        size_t want = len > IO_SENDFILE_CHUNK ? IO_SENDFILE_CHUNK : len;
+        n = sendfile(fd, file_fd, offset, want);
         if (n == 0) {           /* file shrank under us: cannot keep our promise */
             errno = EIO;
             return -1;
         }
-        if (n > 0 && (size_t)n < len)
-            pth_yield(NULL);    /* let the others run between chunks */
+        /* the socket took a whole chunk and more is due: let the others run
+         * first (a shorter send means the buffer is full, and the wait for
+         * room that follows lets them run anyway) */
+        if ((size_t)n == want && want < len)
+            pth_yield(NULL);
 #else
         char chunk[16384];
         ssize_t r = pread(file_fd, chunk, len < sizeof chunk ? len : sizeof chunk, *offset);
