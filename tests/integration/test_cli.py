@@ -12,6 +12,30 @@ def run_cowd(*args):
     return p.returncode, p.stdout, p.stderr
 
 
+def get_when_listening(host, port, host_header, what):
+    """GET /hello.txt with Connection: close from a cowd that is still
+    starting: connects (retrying for up to 10 s) and reads to end of stream."""
+    deadline = time.time() + 10
+    while True:
+        try:
+            c = socket.create_connection((host, port), timeout=2)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise TestFailure("%s not served" % what)
+            time.sleep(0.05)
+    c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: " + host_header +
+              b"\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        d = c.recv(4096)
+        if not d:
+            break
+        data += d
+    c.close()
+    return data
+
+
 @test("cli: --help lists every flag and exits 0")
 def _(srv):
     rc, out, err = run_cowd("--help")
@@ -64,23 +88,7 @@ def _(srv):
     p = subprocess.Popen([COWD, "--listen", "[::1]:%d" % port, "--root", srv.root_dir,
                           "--user", "root"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
-        data = b""
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                c = socket.create_connection(("::1", port), timeout=2)
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            raise TestFailure("cowd did not listen on [::1]:%d" % port)
-        c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
-        while True:
-            d = c.recv(4096)
-            if not d:
-                break
-            data += d
-        c.close()
+        data = get_when_listening("::1", port, b"[::1]", "[::1]:%d" % port)
         check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 over IPv6: %r" % data[:60])
         check(data.endswith(b"Hello, world!\n"), "body over IPv6")
     finally:
@@ -96,23 +104,7 @@ def _(srv):
                          stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
         for port in (p1, p2):
-            deadline = time.time() + 10
-            while True:
-                try:
-                    c = socket.create_connection(("127.0.0.1", port), timeout=2)
-                    break
-                except OSError:
-                    if time.time() > deadline:
-                        raise TestFailure("port %d not served" % port)
-                    time.sleep(0.05)
-            c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            data = b""
-            while True:
-                d = c.recv(4096)
-                if not d:
-                    break
-                data += d
-            c.close()
+            data = get_when_listening("127.0.0.1", port, b"t", "port %d" % port)
             check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 on port %d" % port)
     finally:
         p.terminate()

@@ -919,11 +919,27 @@ static void *partial_reader(void *arg)
     }
     return NULL;
 }
+
+/* a partial_reader waits on rfd for `rounds` edges, reading one byte per
+   wait, while the bytes are written to wfd at once; 1 if it got them all */
+static int partial_read_rounds(int rfd, int wfd, const char *bytes, int rounds)
+{
+    struct partial pr;
+    pth_t t;
+    memset(&pr, 0, sizeof(pr));
+    pr.fd = rfd;
+    pr.rounds = rounds;
+    t = spawn(partial_reader, &pr, 0);
+    pth_yield(NULL);
+    CHECK(write(wfd, bytes, (size_t)rounds) == rounds);
+    CHECK(pth_join(t, NULL));
+    return pr.ok;
+}
+
 static int t_et_consumed(void)
 {
     int s[2], t2[2];
     char c, buf[16];
-    struct partial pr;
     pth_t t;
     double t0;
 
@@ -939,14 +955,7 @@ static int t_et_consumed(void)
     CHECK(fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 2000));
     CHECK(read(s[0], buf, sizeof(buf)) == 2);
     /* (2) a waiter woken by the edge reads one of three bytes per wait */
-    memset(&pr, 0, sizeof(pr));
-    pr.fd = s[0];
-    pr.rounds = 3;
-    t = spawn(partial_reader, &pr, 0);
-    pth_yield(NULL);
-    CHECK(write(s[1], "xyz", 3) == 3);
-    CHECK(pth_join(t, NULL));
-    CHECK(pr.ok);
+    CHECK(partial_read_rounds(s[0], s[1], "xyz", 3));
     /* (3) the edge goes into the ready bit, a plain read drains it */
     CHECK(write(s[1], "q", 1) == 1);
     pth_nap(pth_time(0, 20000));
@@ -957,20 +966,12 @@ static int t_et_consumed(void)
     t0 = now_s();
     CHECK(!fdwait_ms(s[0], PTH_UNTIL_FD_READABLE, 100)); /* truly idle: times out */
     CHECK(now_s() - t0 >= 0.09);
-    memset(&pr, 0, sizeof(pr));
-    pr.fd = s[0];
-    pr.rounds = 1;
-    t = spawn(partial_reader, &pr, 0);
-    pth_yield(NULL);
-    CHECK(write(s[1], "r", 1) == 1);
-    CHECK(pth_join(t, NULL));
-    CHECK(pr.ok);
+    CHECK(partial_read_rounds(s[0], s[1], "r", 1));
     /* the I/O functions absorb spurious wakeups: a pth_read after a
        consumed-and-drained edge still returns the next byte only */
     CHECK(write(s[1], "s", 1) == 1);
     pth_nap(pth_time(0, 20000));
     CHECK(read(s[0], &c, 1) == 1 && c == 's');
-    memset(&pr, 0, sizeof(pr));
     {
         struct reader r;
         memset(&r, 0, sizeof(r));

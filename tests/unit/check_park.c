@@ -46,14 +46,21 @@ static void settle(void)
     }
 }
 
+/* A socketpair whose end sv[0] is parked with these request count and
+ * timeout; sv[1] plays the client. */
+static void park_pair(int sv[2], unsigned requests, unsigned timeout)
+{
+    struct sockaddr_storage peer;
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    memset(&peer, 0, sizeof peer);
+    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, requests, timeout), 0);
+}
+
 START_TEST(readable_parked_socket_goes_back_to_the_depot)
 {
     int sv[2];
     start(4);
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    struct sockaddr_storage peer;
-    memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, 7, 60), 0);
+    park_pair(sv, 7, 60);
     ck_assert_uint_eq(park_count(), 1);
     settle();
     ck_assert_int_eq(n_served, 0);                  /* nothing to read yet */
@@ -70,10 +77,7 @@ START_TEST(expired_socket_is_closed)
 {
     int sv[2];
     start(4);
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    struct sockaddr_storage peer;
-    memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, 1, 1), 0);
+    park_pair(sv, 1, 1);
     pth_nap(pth_time(2, 500000));
     ck_assert_uint_eq(park_count(), 0);
     ck_assert_int_eq(fcntl(sv[0], F_GETFD), -1);    /* closed */
@@ -87,12 +91,8 @@ START_TEST(stop_during_an_unpark_waiting_for_a_message)
 {
     int a[2], b[2];
     start(1);
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, a), 0);
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, b), 0);
-    struct sockaddr_storage peer;
-    memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(a[0], &peer, sizeof peer, 1, 60), 0);
-    ck_assert_int_eq(park_connection(b[0], &peer, sizeof peer, 1, 60), 0);
+    park_pair(a, 1, 60);
+    park_pair(b, 1, 60);
     /* take the depot's only message: the park thread will have to wait */
     struct depot_msg *held = depot_msg_take(dep, 0);
     ck_assert_ptr_nonnull(held);
@@ -113,8 +113,7 @@ START_TEST(stop_during_an_unpark_waiting_for_a_message)
     ck_assert_int_eq(fcntl(b[0], F_GETFD), -1);
     /* the lot is consistent: parking again and stopping again terminate */
     int c[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, c), 0);
-    ck_assert_int_eq(park_connection(c[0], &peer, sizeof peer, 1, 60), 0);
+    park_pair(c, 1, 60);
     ck_assert_uint_eq(park_count(), 1);
     park_close_all();
     ck_assert_uint_eq(park_count(), 0);
