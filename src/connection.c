@@ -339,9 +339,9 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             c->waiter.guard_since = wait_start;
         else
             timerclear(&c->waiter.guard_since);
-        deadline = wait_start;
-        deadline.tv_sec += started || c->requests == 0 ? cfg.header_timeout
-                                                       : cfg.keepalive_timeout;
+        io_deadline_after(&deadline, &wait_start,
+                          started || c->requests == 0 ? cfg.header_timeout
+                                                      : cfg.keepalive_timeout);
         for (;;) {
             if (c->in_end > c->in_start) {
                 memset(&req, 0, sizeof req);
@@ -367,8 +367,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                 if (!started) {
                     started = 1;
                     gettimeofday(&c->waiter.guard_since, NULL);
-                    deadline = c->waiter.guard_since;
-                    deadline.tv_sec += cfg.header_timeout;
+                    io_deadline_after(&deadline, &c->waiter.guard_since, cfg.header_timeout);
                 }
                 continue;
             }

@@ -50,8 +50,9 @@ void io_waiter_free(struct io_waiter *w)
 
 void io_deadline(struct timeval *out, unsigned seconds)
 {
-    gettimeofday(out, NULL);
-    out->tv_sec += seconds;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    io_deadline_after(out, &now, seconds);
 }
 
 static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);

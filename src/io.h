@@ -34,9 +34,19 @@ void io_waiter_free(struct io_waiter *w);
 /* Absolute deadline `seconds` from now. */
 void io_deadline(struct timeval *out, unsigned seconds);
 
+/* Absolute deadline `seconds` after `from` (a time already read: no clock
+ * read here). */
+static inline void io_deadline_after(struct timeval *out, const struct timeval *from,
+                                     unsigned seconds)
+{
+    *out = *from;
+    out->tv_sec += seconds;
+}
+
 /* Tell the scheduler that fd has no more to give (want_write 0: a read
- * said EAGAIN) or no room (1: a write said EAGAIN).  With the epoll backend's persistent,
- * edge-triggered registrations, a wait after this needs no epoll_ctl.
+ * said EAGAIN) or no room (1: a write said EAGAIN).  With the epoll
+ * backend's persistent, edge-triggered registrations, a wait after this
+ * needs no epoll_ctl.
  * Never call it without such evidence: a wrongly cleared readiness would
  * make the next wait sleep through data that is already there. */
 static inline void io_drained(int fd, int want_write)
