@@ -19,6 +19,7 @@ void buff_attach(struct buff *b, int fd)
     b->fd = fd;
     b->len = 0;
     b->failed = 0;
+    b->closing = 0;
     b->bytes_sent = 0;
     b->syscalls = 0;
 }
@@ -29,7 +30,7 @@ static int send_iov(struct buff *b, struct iovec *iov, int n, int more)
     for (int i = 0; i < n; i++)
         total += iov[i].iov_len;
     b->syscalls++;
-    if (io_writev_all(b->waiter, b->fd, iov, n, b->timeout, more) < 0) {
+    if (io_writev_all(b->waiter, b->fd, iov, n, b->timeout, more || b->closing) < 0) {
         b->failed = 1;
         return -1;
     }

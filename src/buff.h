@@ -23,6 +23,9 @@ struct buff {
     uint64_t bytes_sent;        /* bytes handed to the kernel */
     unsigned syscalls;          /* write system calls issued (for tests) */
     int failed;                 /* sticky: a write failed; the connection is dead */
+    int closing;                /* the connection ends after these bytes: every send
+                                 * says MSG_MORE, so the last segment waits for the
+                                 * close (or shutdown) and leaves with the FIN */
     unsigned timeout;           /* seconds without progress before giving up */
     struct io_waiter *waiter;
 };

@@ -393,6 +393,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         c->requests++;
         c->server_closes = c->requests >= cfg.max_keepalive_requests || conn_stopping;
         c->close_after = !req.keep_alive || c->server_closes;
+        c->out.closing = c->close_after;
         uint64_t mark = accesslog_mark(c);
         handle_request(c, &req);
         accesslog_request(c, &req, mark);
@@ -409,6 +410,7 @@ done:
      * (request cap, shutdown) while it may have pipelined more, or with
      * bytes still unparsed.  A client that asked to close sends nothing
      * more (RFC 9112 §9.6): a plain close saves a wait per connection. */
+    c->out.closing = 1;     /* what is pending leaves with the FIN */
     if (graceful && buff_flush(&c->out) == 0 && c->close_after &&
         (c->linger || c->in_end > c->in_start || c->server_closes))
         lingering_close(c);

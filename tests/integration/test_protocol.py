@@ -1,6 +1,9 @@
 """Persistent connections, pipelining, common response headers, OPTIONS."""
 
-from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, check, eq, request, test)
+import socket
+import struct
+
+from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, TestSkip, check, eq, request, test)
 
 
 @test("keepalive: HTTP/1.1 keeps the connection by default")
@@ -27,6 +30,38 @@ def _(srv):
         eq(r.get("Connection"), "close", "Connection")
         eq(r.body, HELLO, "body")
         c.expect_closed()
+
+
+def segments_received(c):
+    """TCP segments this client socket has received so far (Linux TCP_INFO
+    tcpi_segs_in, at byte 140 since Linux 4.2)."""
+    if not hasattr(socket, "TCP_INFO"):
+        raise TestSkip("no TCP_INFO on this system")
+    info = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+    if len(info) < 144:
+        raise TestSkip("TCP_INFO has no segment counts on this kernel")
+    return struct.unpack_from("I", info, 140)[0]
+
+
+@test("keepalive: a closing response costs no extra segment: its last bytes carry the FIN")
+def _(srv):
+    for target, want in (("/hello.txt", HELLO), ("/missing", None)):
+        with srv.conn() as c:
+            c.send(request("GET", target))
+            r = c.response()
+            if want is not None:
+                eq(r.body, want, "keep-alive body of " + target)
+            kept = segments_received(c)
+        for version, headers in (("HTTP/1.1", ["Connection: close"]), ("HTTP/1.0", [])):
+            with srv.conn() as c:
+                c.send(request("GET", target, headers, version=version))
+                r = c.response()
+                if want is not None:
+                    eq(r.body, want, "closing body of " + target)
+                c.expect_closed()
+                closed = segments_received(c)
+            eq(closed, kept, "segments received for %s %s with the FIN, against keep-alive "
+               "without it" % (version, target))
 
 
 @test("keepalive: Connection token list with close")
