@@ -117,7 +117,8 @@ int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
     if (len == 0)
         return 0;
     b->syscalls++;
-    if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout) < 0) {
+    if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout,
+                        b->sendfile_chunk) < 0) {
         b->failed = 1;
         return -1;
     }

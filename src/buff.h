@@ -27,6 +27,7 @@ struct buff {
                                  * says MSG_MORE, so the last segment waits for the
                                  * close (or shutdown) and leaves with the FIN */
     unsigned timeout;           /* seconds without progress before giving up */
+    size_t sendfile_chunk;      /* most bytes per sendfile call (0: no limit) */
     struct io_waiter *waiter;
 };
 

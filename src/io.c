@@ -222,16 +222,8 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
     return 0;
 }
 
-/* Bytes handed to one sendfile(2) call.  The kernel's autotuned send
- * buffer can take megabytes at once, and copying them holds the one OS
- * thread every handler shares: one 5 MB reply stalled the replies of every
- * other connection (the WebSTONE mix).  Between chunks the handler yields,
- * so other ready handlers run -- as lighttpd and nginx (sendfile_max_chunk)
- * bound theirs. */
-#define IO_SENDFILE_CHUNK (512 * 1024)
-
 int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
-                    size_t len, unsigned timeout)
+                    size_t len, unsigned timeout, size_t chunk)
 {
     struct timeval deadline;
     int have_deadline = 0;
@@ -240,7 +232,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
     while (len > 0) {
         ssize_t n;
 #if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
-        size_t want = len > IO_SENDFILE_CHUNK ? IO_SENDFILE_CHUNK : len;
+        size_t want = chunk > 0 && len > chunk ? chunk : len;
         n = sendfile(fd, file_fd, offset, want);
         if (n == 0) {           /* file shrank under us: cannot keep our promise */
             errno = EIO;
@@ -252,13 +244,14 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
         if ((size_t)n == want && want < len)
             pth_yield(NULL);
 #else
-        char chunk[16384];
-        ssize_t r = pread(file_fd, chunk, len < sizeof chunk ? len : sizeof chunk, *offset);
+        char block[16384];      /* a write per block: chunk is moot */
+        (void)chunk;
+        ssize_t r = pread(file_fd, block, len < sizeof block ? len : sizeof block, *offset);
         if (r <= 0) {
             if (r == 0) errno = EIO;
             return -1;
         }
-        struct iovec iov = { chunk, (size_t)r };
+        struct iovec iov = { block, (size_t)r };
         if (io_writev_all(w, fd, &iov, 1, timeout, 0) < 0)
             return -1;
         n = r;

@@ -79,8 +79,10 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
                   unsigned timeout, int more);
 
 /* Sends len bytes of file_fd from *offset (advanced) with sendfile(2), or
- * pread+write where sendfile is missing. Same timeout rule. */
+ * pread+write where sendfile is missing. Same timeout rule.  At most chunk
+ * bytes go in one sendfile call; when the socket took them all and more is
+ * due, the caller yields first (0: no limit). */
 int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
-                    size_t len, unsigned timeout);
+                    size_t len, unsigned timeout, size_t chunk);
 
 #endif

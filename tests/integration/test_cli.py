@@ -43,6 +43,7 @@ def _(srv):
     for flag in ("--listen", "--root", "--threads", "--foreground", "--index", "--listing",
                  "--max-uri", "--max-header-size", "--max-headers", "--keepalive-timeout",
                  "--header-timeout", "--workers", "--access-log", "--cache-size", "--sendfile-min",
+                 "--sendfile-chunk",
                  "--max-connections", "--version"):
         check(flag in out, "--help mentions %s" % flag)
 
@@ -66,6 +67,7 @@ def _(srv):
         (["--max-header-size", "12q"], "--max-header-size"),
         (["--log-level", "loud"], "--log-level"),
         (["--index", "a/b"], "--index"),
+        (["--sendfile-chunk", "100"], "--sendfile-chunk"),
         (["extra-argument"], "extra-argument"),
     ]
     for args, named in cases:

@@ -41,6 +41,26 @@ def _(srv):
         check(r.body[:len(blk)] == blk and r.body[-len(blk):] == blk, "content")
 
 
+@test("robust: --sendfile-chunk 4k sends a 20 MB file and a range of it whole, others served meanwhile",
+      ["--sendfile-chunk", "4k"])
+def _(srv):
+    blk = srv.root.big_block
+    with srv.conn(timeout=30) as big, srv.conn() as small:
+        big.send(request("GET", "/big.bin"))
+        big.read_line_block()           # the transfer is under way...
+        for n in range(5):              # ...and another connection is answered
+            small.send(request("GET", "/n%d.txt" % n))
+            eq(small.response().body, NUMBERED[n], "small reply %d during the transfer" % n)
+        body = big.read_exact(BIG_SIZE)
+        check(body[:len(blk)] == blk and body[-len(blk):] == blk
+              and body == blk * (BIG_SIZE // len(blk)), "20 MB body intact")
+    r = srv.get("/big.bin", ["Range: bytes=1000001-3000000"])
+    eq(r.status, 206, "range status")
+    want = (blk * 3)[1000001:3000001]
+    eq(len(r.body), 2000000, "range length")
+    check(r.body == want, "range bytes")
+
+
 @test("robust: client resetting mid-transfer of a 20 MB file does not disturb others")
 def _(srv):
     errors = []
