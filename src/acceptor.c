@@ -199,6 +199,7 @@ void acceptor_run(int lfd, struct depot *d)
             log_errno(LOG_DEBUG, "TCP_NODELAY on accepted socket");
 #endif
         m->conn.fd = fd;
+        m->conn.parked_before = 0;
         depot_submit(d, m);
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);

@@ -20,6 +20,7 @@ struct depot_conn {
     struct sockaddr_storage peer;
     socklen_t peer_len;
     unsigned requests;              /* already served on it (keep-alive cap) */
+    int parked_before;              /* registered (disarmed) in the park's epoll set */
 };
 
 struct depot_msg {

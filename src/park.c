@@ -93,10 +93,9 @@ static void slot_release(struct slot *s)
 static void unpark(struct slot *s)
 {
     int fd = s->fd;
-    struct depot_conn conn = { fd, s->peer, s->peer_len, s->requests };
-#ifdef PARK_EPOLL
-    epoll_ctl(lot.epfd, EPOLL_CTL_DEL, fd, NULL);
-#endif
+    /* no EPOLL_CTL_DEL: the one-shot registration fired and is disarmed;
+     * the next park re-arms it with one EPOLL_CTL_MOD, and closing fd ends it */
+    struct depot_conn conn = { fd, s->peer, s->peer_len, s->requests, 1 };
     slot_release(s);
     struct depot_msg *m = depot_msg_take(lot.depot, 1);
     m->conn = conn;
@@ -106,11 +105,8 @@ static void unpark(struct slot *s)
 static void expire(struct slot *s)
 {
     int fd = s->fd;
-#ifdef PARK_EPOLL
-    epoll_ctl(lot.epfd, EPOLL_CTL_DEL, fd, NULL);
-#endif
     slot_release(s);
-    close(fd);                  /* idle too long: close quietly, as nginx does */
+    close(fd);                  /* ends its epoll registration too */                  /* idle too long: close quietly, as nginx does */
     depot_conn_closed(lot.depot);
 }
 
@@ -156,6 +152,8 @@ static void *park_main(void *arg)
         if (n >= 0 && n < 256)
             io_drained(lot.epfd, 0);        /* harvested all: next wait needs no re-arm */
         for (int i = 0; i < n; i++) {
+            /* one-shot: a registration reports once per arming, and every
+             * slot is armed by its own park_connection() with its index */
             struct slot *s = &lot.slots[evs[i].data.u32];
             if (s->fd >= 0)
                 unpark(s);
@@ -221,8 +219,28 @@ int park_init(struct depot *d, unsigned slots)
     return 0;
 }
 
+#ifdef PARK_EPOLL
+/* One system call per park: a connection's first park adds fd to the set
+ * one-shot, later ones re-arm that registration (it disarmed itself when it
+ * reported).  MOD also reports bytes that arrived before it, so none are
+ * missed.  The hint is checked: ENOENT/EEXIST fall back to the other call. */
+static int arm(int fd, unsigned idx, int parked_before)
+{
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u32 = idx;
+    int op = parked_before ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(lot.epfd, op, fd, &ev) == 0)
+        return 0;
+    if (errno != (parked_before ? ENOENT : EEXIST))
+        return -1;
+    return epoll_ctl(lot.epfd, parked_before ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+}
+#endif
+
 int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
-                    unsigned requests, unsigned timeout)
+                    unsigned requests, unsigned timeout, int parked_before)
 {
     struct fifo *f;
     if (lot.tid == NULL || lot.free_list == NULL || (f = fifo_for(timeout)) == NULL)
@@ -230,14 +248,12 @@ int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_
     struct slot *s = lot.free_list;
     unsigned idx = (unsigned)(s - lot.slots);
 #ifdef PARK_EPOLL
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.u32 = idx;
-    if (epoll_ctl(lot.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        log_errno(LOG_WARN, "park: epoll_ctl ADD fd %d", fd);
+    if (arm(fd, idx, parked_before) < 0) {
+        log_errno(LOG_WARN, "park: epoll_ctl arming fd %d", fd);
         return -1;
     }
+#else
+    (void)parked_before;
 #endif
     lot.free_list = s->next;
     s->fd = fd;

@@ -18,9 +18,11 @@ int park_init(struct depot *d, unsigned slots);
 
 /* Parks fd, which has served `requests` requests, until readable or
  * `timeout` seconds pass.  0 when parked (the lot owns fd now), -1 when the
- * lot is full or unavailable (the caller keeps fd and waits itself). */
+ * lot is full or unavailable (the caller keeps fd and waits itself).
+ * parked_before: the lot handed this connection back before (its
+ * depot_conn said so), so re-parking it costs one re-arm, not add + delete. */
 int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
-                    unsigned requests, unsigned timeout);
+                    unsigned requests, unsigned timeout, int parked_before);
 
 /* Graceful stop: close every parked connection now. */
 void park_close_all(void);

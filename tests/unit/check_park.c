@@ -16,13 +16,14 @@
 #include "park.h"
 
 static struct depot *dep;
-static int served_fd[16], served_requests[16], n_served;
+static int served_fd[16], served_requests[16], served_parked_before[16], n_served;
 
 static void fake_serve(void *ctx, const struct depot_conn *conn)
 {
     (void)ctx;
     served_fd[n_served] = conn->fd;
     served_requests[n_served] = (int)conn->requests;
+    served_parked_before[n_served] = conn->parked_before;
     n_served++;
 }
 
@@ -53,7 +54,15 @@ static void park_pair(int sv[2], unsigned requests, unsigned timeout)
     struct sockaddr_storage peer;
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, requests, timeout), 0);
+    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, requests, timeout, 0), 0);
+}
+
+/* Parks fd again as a handler does with a connection the lot gave it. */
+static void repark(int fd, int parked_before)
+{
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    ck_assert_int_eq(park_connection(fd, &peer, sizeof peer, 8, 60, parked_before), 0);
 }
 
 START_TEST(readable_parked_socket_goes_back_to_the_depot)
@@ -69,6 +78,52 @@ START_TEST(readable_parked_socket_goes_back_to_the_depot)
     ck_assert_int_eq(n_served, 1);
     ck_assert_int_eq(served_fd[0], sv[0]);
     ck_assert_int_eq(served_requests[0], 7);        /* the keep-alive count survives */
+    ck_assert_uint_eq(park_count(), 0);
+}
+END_TEST
+
+/* Re-parking re-arms the one-shot registration the first park left: the
+ * socket is reported again, also for bytes that arrived before the re-park,
+ * and a wrong hint either way still parks it. */
+START_TEST(a_socket_parked_again_is_reported_again)
+{
+    int sv[2];
+    char b[4];
+    start(8);
+    park_pair(sv, 7, 60);
+    ck_assert_int_eq(write(sv[1], "x", 1), 1);
+    settle();
+    ck_assert_int_eq(n_served, 1);
+    ck_assert_int_eq(served_parked_before[0], 1);   /* the lot says it has seen it */
+    ck_assert_int_eq(read(sv[0], b, sizeof b), 1);
+
+    repark(sv[0], 1);                               /* the usual case: re-arm */
+    settle();
+    ck_assert_int_eq(n_served, 1);                  /* nothing new to read */
+    ck_assert_int_eq(write(sv[1], "y", 1), 1);
+    settle();
+    ck_assert_int_eq(n_served, 2);
+    ck_assert_int_eq(read(sv[0], b, sizeof b), 1);
+
+    ck_assert_int_eq(write(sv[1], "z", 1), 1);      /* bytes already there */
+    repark(sv[0], 1);
+    settle();
+    ck_assert_int_eq(n_served, 3);
+    ck_assert_int_eq(read(sv[0], b, sizeof b), 1);
+
+    repark(sv[0], 0);                               /* wrong hint: registered */
+    ck_assert_int_eq(write(sv[1], "w", 1), 1);
+    settle();
+    ck_assert_int_eq(n_served, 4);
+    ck_assert_int_eq(read(sv[0], b, sizeof b), 1);
+
+    int other[2];                                   /* wrong hint: never registered */
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, other), 0);
+    repark(other[0], 1);
+    ck_assert_int_eq(write(other[1], "v", 1), 1);
+    settle();
+    ck_assert_int_eq(n_served, 5);
+    ck_assert_int_eq(served_fd[4], other[0]);
     ck_assert_uint_eq(park_count(), 0);
 }
 END_TEST
@@ -127,6 +182,7 @@ int main(void)
     TCase *tc = tcase_create("park");
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, readable_parked_socket_goes_back_to_the_depot);
+    tcase_add_test(tc, a_socket_parked_again_is_reported_again);
     tcase_add_test(tc, expired_socket_is_closed);
     tcase_add_test(tc, stop_during_an_unpark_waiting_for_a_message);
     suite_add_tcase(s, tc);
