@@ -221,7 +221,7 @@ int acceptor_spawn(int listen_fd, struct depot *d)
         return -1;
     a->fd = listen_fd;
     a->d = d;
-    if (spawn_detached_prio("acceptor", 0, SPAWN_PRIO_INTAKE, acceptor_main, a) == NULL) {
+    if (spawn_detached("acceptor", 0, acceptor_main, a) == NULL) {
         free(a);
         return -1;
     }

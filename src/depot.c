@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "spawn.h"
 
 struct handler {
     struct depot *depot;
@@ -163,7 +162,6 @@ struct depot *depot_create(const struct depot_config *dc)
     pth_attr_t attr = pth_attr_new();
     pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
     pth_attr_set(attr, PTH_ATTR_NAME, "depot");
-    pth_attr_set(attr, PTH_ATTR_PRIO, SPAWN_PRIO_INTAKE);
     pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)(64 * 1024));
     d->tid = pth_spawn(attr, depot_main, d);
     if (d->tid == NULL) {

@@ -211,7 +211,7 @@ int park_init(struct depot *d, unsigned slots)
         lot.slots[i].next = lot.free_list;
         lot.free_list = &lot.slots[i];
     }
-    lot.tid = spawn_detached_prio("park", 0, SPAWN_PRIO_INTAKE, park_main, NULL);
+    lot.tid = spawn_detached("park", 0, park_main, NULL);
     if (lot.tid == NULL) {
         log_errno(LOG_ERROR, "park: cannot spawn the park thread");
         return -1;

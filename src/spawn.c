@@ -4,18 +4,11 @@
 
 pth_t spawn_detached(const char *name, size_t stack, void *(*fn)(void *), void *arg)
 {
-    return spawn_detached_prio(name, stack, PTH_PRIO_STD, fn, arg);
-}
-
-pth_t spawn_detached_prio(const char *name, size_t stack, int prio,
-                          void *(*fn)(void *), void *arg)
-{
     pth_attr_t attr = pth_attr_new();
     if (attr == NULL)
         return NULL;
     pth_attr_set(attr, PTH_ATTR_JOINABLE, FALSE);
     pth_attr_set(attr, PTH_ATTR_NAME, name);
-    pth_attr_set(attr, PTH_ATTR_PRIO, prio);
     if (stack != 0)
         pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)stack);
     pth_t t = pth_spawn(attr, fn, arg);
