@@ -324,7 +324,6 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->server_closes = 0;
     c->linger = 0;
     c->handed_over = 1;
-    c->parked_before = dc->parked_before;
     buff_attach(&c->out, fd);
 
     for (;;) {
@@ -365,7 +364,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                 if (park_connection(fd, &c->peer, c->peer_len, c->requests,
                                     c->requests == 0 ? cfg.header_timeout
                                                      : cfg.keepalive_timeout,
-                                    c->parked_before) == 0)
+                                    dc->parked_before) == 0)
                     return;         /* the park thread owns fd now */
                 rr = read_more(c, &deadline, &wait_start, 0);   /* lot full: wait here */
             }

@@ -40,7 +40,6 @@ struct conn {
     int status;                 /* of the response being sent */
     int idle;                   /* waiting for the next request on a kept-alive
                                    connection (a graceful stop may end the wait) */
-    int parked_before;          /* the park lot has seen this connection (park.h) */
     int handed_over;            /* just given to this handler (new, or woken from the
                                    park): bytes are likely waiting, read before waiting */
 };
