@@ -29,7 +29,7 @@ struct depot {
     struct depot_config cfg;
     pth_msgport_t port;             /* conn messages (put) and done messages (push) */
     pth_msgport_t free_port;        /* the pool of free conn messages */
-    pth_event_t ev_port, ev_free;
+    pth_event_t ev_port;
     pth_t tid;
     struct depot_msg *msgs;
     struct handler *handlers;
@@ -148,8 +148,7 @@ struct depot *depot_create(const struct depot_config *dc)
         return NULL;
     }
     d->ev_port = pth_event(PTH_EVENT_MSG, d->port);
-    d->ev_free = pth_event(PTH_EVENT_MSG, d->free_port);
-    if (d->ev_port == NULL || d->ev_free == NULL) {
+    if (d->ev_port == NULL) {
         log_errno(LOG_ERROR, "depot: cannot create message events");
         return NULL;
     }
@@ -192,13 +191,26 @@ struct depot *depot_create(const struct depot_config *dc)
     return d;
 }
 
+/* The accept thread and the park thread may both wait for a free message
+ * at the same time, and a Pth event must not be waited on by two threads
+ * at once: each waiter gets its own event, kept by Pth per thread under
+ * this key (allocated on a thread's first wait, then reused). */
+static pth_key_t ev_free_key = PTH_KEY_INIT;
+
 struct depot_msg *depot_msg_take(struct depot *d, int wait)
 {
     pth_message_t *pm;
     while ((pm = pth_msgport_get(d->free_port)) == NULL) {
         if (!wait)
             return NULL;
-        pth_wait(d->ev_free);       /* pool empty: stop accepting until one returns */
+        /* pool empty: stop accepting until one returns */
+        pth_event_t ev = pth_event(PTH_EVENT_MSG | PTH_MODE_STATIC, &ev_free_key, d->free_port);
+        if (ev == NULL) {
+            log_errno(LOG_ERROR, "depot: cannot create an event to wait for a free message");
+            pth_nap(pth_time(0, 10000));
+            continue;
+        }
+        pth_wait(ev);
     }
     return (struct depot_msg *)pm;
 }

@@ -106,7 +106,7 @@ static void expire(struct slot *s)
 {
     int fd = s->fd;
     slot_release(s);
-    close(fd);                  /* ends its epoll registration too */                  /* idle too long: close quietly, as nginx does */
+    close(fd);      /* idle too long: close quietly, as nginx does; ends its epoll registration too */
     depot_conn_closed(lot.depot);
 }
 

@@ -588,6 +588,179 @@ static int t_msgport_push(void)
     return 1;
 }
 
+/* several waiters on one port: a message wakes them, exactly one takes
+   it, the others wait again; a waiter whose ring also has a timer wakes
+   for the message, not the timeout; destroying a port fails its waiter's
+   event instead of leaving it waiting on freed memory (event backends) */
+struct port_waiter { pth_msgport_t mp; int got; int status; };
+static void *one_msg_thread(void *arg)
+{
+    struct port_waiter *w = arg;
+    pth_event_t ev = pth_event(PTH_EVENT_MSG, w->mp);
+    while (pth_msgport_get(w->mp) == NULL) {
+        pth_wait(ev);
+        if (pth_event_status(ev) == PTH_STATUS_FAILED) {
+            w->status = -1;
+            break;
+        }
+    }
+    if (w->status == 0)
+        w->got = 1;
+    pth_event_free(ev, PTH_FREE_THIS);
+    return NULL;
+}
+static pth_event_t shared_ev;
+static void *shared_ev_thread(void *arg)
+{
+    struct port_waiter *w = arg;
+    while (pth_msgport_get(w->mp) == NULL)
+        pth_wait(shared_ev);
+    w->got = 1;
+    return NULL;
+}
+static void *msg_or_timer_thread(void *arg)
+{
+    struct port_waiter *w = arg;
+    pth_event_t ev = pth_event(PTH_EVENT_MSG, w->mp);
+    pth_event_t tev = pth_event(PTH_EVENT_TIME, pth_timeout(5, 0));
+    pth_event_concat(ev, tev, NULL);
+    pth_wait(ev);
+    w->status = (pth_event_status(tev) == PTH_STATUS_OCCURRED) ? -2 : 0;
+    w->got = pth_msgport_get(w->mp) != NULL;
+    pth_event_isolate(tev);
+    pth_event_free(ev, PTH_FREE_THIS);
+    pth_event_free(tev, PTH_FREE_THIS);
+    return NULL;
+}
+static int t_msgport_waiters(void)
+{
+    pth_msgport_t mp = pth_msgport_create("w");
+    struct port_waiter w[3];
+    struct msg m[3];
+    pth_t t[3];
+    double t0;
+    int i, n;
+
+    memset(w, 0, sizeof(w));
+    for (i = 0; i < 3; i++) {
+        w[i].mp = mp;
+        t[i] = spawn(one_msg_thread, &w[i], 0);
+    }
+    pth_nap(pth_time(0, 10000));
+    CHECK(pth_msgport_put(mp, &m[0].head));
+    pth_nap(pth_time(0, 10000));
+    for (n = 0, i = 0; i < 3; i++)
+        n += w[i].got;
+    CHECK(n == 1);                          /* one took it, two wait again */
+    CHECK(pth_msgport_put(mp, &m[1].head));
+    CHECK(pth_msgport_push(mp, &m[2].head));
+    for (i = 0; i < 3; i++)
+        CHECK(pth_join(t[i], NULL));
+    for (i = 0; i < 3; i++)
+        CHECK(w[i].got == 1 && w[i].status == 0);
+    CHECK(pth_msgport_pending(mp) == 0);
+
+    /* one event object shared by two waiting threads (cowd's accept and
+       park threads once shared one): both are served, nothing loops */
+    shared_ev = pth_event(PTH_EVENT_MSG, mp);
+    memset(w, 0, sizeof(w));
+    for (i = 0; i < 2; i++) {
+        w[i].mp = mp;
+        t[i] = spawn(shared_ev_thread, &w[i], 0);
+    }
+    pth_nap(pth_time(0, 10000));
+    CHECK(pth_msgport_put(mp, &m[0].head));
+    pth_nap(pth_time(0, 10000));
+    CHECK(w[0].got + w[1].got == 1);
+    CHECK(pth_msgport_put(mp, &m[1].head));
+    for (i = 0; i < 2; i++)
+        CHECK(pth_join(t[i], NULL));
+    CHECK(w[0].got == 1 && w[1].got == 1);
+    pth_event_free(shared_ev, PTH_FREE_THIS);
+
+    /* message and timer in one ring: the message wins, long before 5 s */
+    memset(&w[0], 0, sizeof(w[0]));
+    w[0].mp = mp;
+    t[0] = spawn(msg_or_timer_thread, &w[0], 0);
+    pth_nap(pth_time(0, 10000));
+    t0 = now_s();
+    CHECK(pth_msgport_put(mp, &m[0].head));
+    CHECK(pth_join(t[0], NULL));
+    CHECK(w[0].got == 1 && w[0].status == 0 && now_s() - t0 < 1.0);
+    pth_msgport_destroy(mp);
+
+    /* a port destroyed under its waiter (the select backend polls a
+       freed port instead: not tested there) */
+    if (strcmp(backend, "select") != 0) {
+        memset(&w[0], 0, sizeof(w[0]));
+        w[0].mp = pth_msgport_create("d");
+        t[0] = spawn(one_msg_thread, &w[0], 0);
+        pth_nap(pth_time(0, 10000));
+        pth_msgport_destroy(w[0].mp);
+        CHECK(pth_join(t[0], NULL));
+        CHECK(w[0].status == -1 && w[0].got == 0);
+    }
+    return 1;
+}
+
+/* threads woken in one scheduler pass run by priority, and in wake order
+   among equals (the ready queue's sorted insert, with its O(1) tail case) */
+static int woke_order[16], nwoke;
+struct prio_waiter { pth_msgport_t mp; int id; };
+static void *prio_msg_thread(void *arg)
+{
+    struct prio_waiter *w = arg;
+    pth_event_t ev = pth_event(PTH_EVENT_MSG, w->mp);
+    while (pth_msgport_get(w->mp) == NULL)
+        pth_wait(ev);
+    woke_order[nwoke++] = w->id;
+    pth_event_free(ev, PTH_FREE_THIS);
+    return NULL;
+}
+static int t_wake_order(void)
+{
+    static const int prio[12] = { 0, -3, 2, 0, 5, -3, 2, 0, 1, 5, -1, 0 };
+    struct prio_waiter w[12];
+    struct msg m[12];
+    pth_t t[12];
+    int i, j, k, round;
+
+    for (round = 0; round < 3; round++) {
+        nwoke = 0;
+        for (i = 0; i < 12; i++) {
+            w[i].mp = pth_msgport_create(NULL);
+            w[i].id = i;
+            t[i] = spawn(prio_msg_thread, &w[i], prio[i]);
+        }
+        pth_nap(pth_time(0, 10000));
+        /* wake them in a different order each round, without yielding */
+        for (i = 0; i < 12; i++) {
+            j = round == 0 ? i : round == 1 ? 11 - i : (i * 5) % 12;
+            CHECK(pth_msgport_put(w[j].mp, &m[j].head));
+        }
+        for (i = 0; i < 12; i++)
+            CHECK(pth_join(t[i], NULL));
+        CHECK(nwoke == 12);
+        for (k = 1; k < 12; k++) {
+            int a = woke_order[k - 1], b = woke_order[k];
+            int pos_a = -1, pos_b = -1;
+            CHECK(prio[a] >= prio[b]);      /* higher priority first */
+            for (i = 0; i < 12; i++) {
+                j = round == 0 ? i : round == 1 ? 11 - i : (i * 5) % 12;
+                if (j == a) pos_a = i;
+                if (j == b) pos_b = i;
+            }
+            /* equals: in wake order (the event backends wake a port's
+               waiters as messages arrive; select polls in queue order) */
+            if (prio[a] == prio[b] && strcmp(backend, "select") != 0)
+                CHECK(pos_a < pos_b);
+        }
+        for (i = 0; i < 12; i++)
+            pth_msgport_destroy(w[i].mp);
+    }
+    return 1;
+}
+
 /* suspend/resume of a waiting thread, and of a ready one with priority */
 static int ran_order[4], nran;
 static void *prio_thread(void *arg)
@@ -1169,6 +1342,8 @@ static const struct test tests[] = {
     { "pth_fork_io",      t_pth_fork_io,      0 },
     { "timers",           t_timers,           0 },
     { "msgport_push",     t_msgport_push,     0 },
+    { "msgport_waiters",  t_msgport_waiters,  0 },
+    { "wake_order",       t_wake_order,       0 },
     { "suspend_resume",   t_suspend_resume,   0 },
     { "cancel_waiting",   t_cancel_waiting,   0 },
     { "sigmask",          t_sigmask,          0 },

@@ -184,6 +184,43 @@ START_TEST(empty_pool_stops_accepting)
 }
 END_TEST
 
+static int taken_by[2];
+
+static void *take_one(void *arg)
+{
+    int who = (int)(long)arg;
+    struct depot_msg *m = depot_msg_take(dep, 1);   /* both wait: the pool is empty */
+    taken_by[who]++;
+    depot_msg_return(dep, m);
+    return NULL;
+}
+
+/* The accept thread and the park thread can wait for a free message at the
+ * same time; each must be woken (once one event object served both, which
+ * hung the scheduler when message ports began waking their waiters). */
+START_TEST(two_threads_wait_for_the_empty_pool)
+{
+    start(1, 1);
+    struct depot_msg *held = depot_msg_take(dep, 0);
+    ck_assert_ptr_nonnull(held);
+    taken_by[0] = taken_by[1] = 0;
+    pth_attr_t a = pth_attr_new();
+    pth_attr_set(a, PTH_ATTR_JOINABLE, TRUE);
+    pth_t t0 = pth_spawn(a, take_one, (void *)0L);
+    pth_t t1 = pth_spawn(a, take_one, (void *)1L);
+    pth_attr_destroy(a);
+    ck_assert(t0 != NULL && t1 != NULL);
+    for (int i = 0; i < 100; i++)
+        pth_yield(NULL);
+    ck_assert_int_eq(taken_by[0] + taken_by[1], 0);
+    depot_msg_return(dep, held);
+    ck_assert(pth_join(t0, NULL));
+    ck_assert(pth_join(t1, NULL));
+    ck_assert_int_eq(taken_by[0], 1);
+    ck_assert_int_eq(taken_by[1], 1);
+}
+END_TEST
+
 START_TEST(done_overtakes_queued_connections)
 {
     start(1, 8);
@@ -212,6 +249,7 @@ int main(void)
     tcase_add_test(tc, two_handlers_share_the_backlog_in_order);
     tcase_add_test(tc, idle_handler_is_reused);
     tcase_add_test(tc, empty_pool_stops_accepting);
+    tcase_add_test(tc, two_threads_wait_for_the_empty_pool);
     tcase_add_test(tc, done_overtakes_queued_connections);
     suite_add_tcase(s, tc);
     return run_suite(s);
