@@ -85,6 +85,16 @@ int buff_write(struct buff *b, const void *data, size_t len)
     return 0;
 }
 
+int buff_write_now(struct buff *b, const void *data, size_t len)
+{
+    if (b->failed)
+        return -1;
+    struct iovec iov[2] = { { b->buf, b->len }, { (void *)data, len } };
+    int first = b->len == 0;
+    b->len = 0;
+    return send_iov(b, iov + first, 2 - first, 0);
+}
+
 int buff_puts(struct buff *b, const char *s)
 {
     return buff_write(b, s, strlen(s));
