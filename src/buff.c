@@ -47,6 +47,15 @@ static int flush_pending(struct buff *b, int more)
     return send_iov(b, &iov, 1, more);
 }
 
+/* The pending bytes (if any) and p[0..len) in one writev, nothing copied. */
+static int send_pending_and(struct buff *b, const void *p, size_t len)
+{
+    struct iovec iov[2] = { { b->buf, b->len }, { (void *)p, len } };
+    int skip = b->len == 0;
+    b->len = 0;
+    return send_iov(b, iov + skip, 2 - skip, 0);
+}
+
 int buff_write(struct buff *b, const void *data, size_t len)
 {
     const char *p = data;
@@ -58,16 +67,9 @@ int buff_write(struct buff *b, const void *data, size_t len)
         b->len += len;
         return 0;
     }
-    if (b->len == 0) {                      /* a buffer's worth or more: no copy */
-        struct iovec iov = { (void *)p, len };
-        return send_iov(b, &iov, 1, 0);
-    }
-    if (len >= BUFF_LARGE_WRITE) {
-        /* pending + caller's data in one writev, nothing copied */
-        struct iovec iov[2] = { { b->buf, b->len }, { (void *)p, len } };
-        b->len = 0;
-        return send_iov(b, iov, 2, 0);
-    }
+    /* a buffer's worth or more, or a large write: no copy */
+    if (b->len == 0 || len >= BUFF_LARGE_WRITE)
+        return send_pending_and(b, p, len);
     /* tiny write that does not fit: top the buffer up, flush, go on */
     size_t room = b->cap - b->len;
     memcpy(b->buf + b->len, p, room);
@@ -89,10 +91,7 @@ int buff_write_now(struct buff *b, const void *data, size_t len)
 {
     if (b->failed)
         return -1;
-    struct iovec iov[2] = { { b->buf, b->len }, { (void *)data, len } };
-    int first = b->len == 0;
-    b->len = 0;
-    return send_iov(b, iov + first, 2 - first, 0);
+    return send_pending_and(b, data, len);
 }
 
 int buff_puts(struct buff *b, const char *s)

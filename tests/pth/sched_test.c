@@ -706,6 +706,11 @@ static int t_msgport_waiters(void)
 /* threads woken in one scheduler pass run by priority, and in wake order
    among equals (the ready queue's sorted insert, with its O(1) tail case) */
 static int woke_order[16], nwoke;
+/* the i-th thread woken in round r: a different order each round */
+static int wake_slot(int r, int i)
+{
+    return r == 0 ? i : r == 1 ? 11 - i : (i * 5) % 12;
+}
 struct prio_waiter { pth_msgport_t mp; int id; };
 static void *prio_msg_thread(void *arg)
 {
@@ -735,7 +740,7 @@ static int t_wake_order(void)
         pth_nap(pth_time(0, 10000));
         /* wake them in a different order each round, without yielding */
         for (i = 0; i < 12; i++) {
-            j = round == 0 ? i : round == 1 ? 11 - i : (i * 5) % 12;
+            j = wake_slot(round, i);
             CHECK(pth_msgport_put(w[j].mp, &m[j].head));
         }
         for (i = 0; i < 12; i++)
@@ -746,9 +751,8 @@ static int t_wake_order(void)
             int pos_a = -1, pos_b = -1;
             CHECK(prio[a] >= prio[b]);      /* higher priority first */
             for (i = 0; i < 12; i++) {
-                j = round == 0 ? i : round == 1 ? 11 - i : (i * 5) % 12;
-                if (j == a) pos_a = i;
-                if (j == b) pos_b = i;
+                if (wake_slot(round, i) == a) pos_a = i;
+                if (wake_slot(round, i) == b) pos_b = i;
             }
             /* equals: in wake order (the event backends wake a port's
                waiters as messages arrive; select polls in queue order) */

@@ -55,6 +55,24 @@ static void expect_peer_bytes(const char *want, size_t n)
     free(got);
 }
 
+/* Fills body with a letter pattern starting at first. */
+static void fill_pattern(char *body, size_t n, char first)
+{
+    for (size_t i = 0; i < n; i++)
+        body[i] = (char)(first + i % 26);
+}
+
+/* The peer received head followed by body, and nothing more. */
+static void expect_peer_head_and_body(const char *head, const char *body, size_t body_len)
+{
+    size_t head_len = strlen(head);
+    char *want = malloc(head_len + body_len);
+    memcpy(want, head, head_len);
+    memcpy(want + head_len, body, body_len);
+    expect_peer_bytes(want, head_len + body_len);
+    free(want);
+}
+
 START_TEST(small_writes_gather_without_syscalls)
 {
     ck_assert_int_eq(buff_write(&b, "HTTP/1.1 200 OK\r\n", 17), 0);
@@ -74,17 +92,13 @@ END_TEST
 START_TEST(large_write_leaves_with_pending_in_one_writev)
 {
     char body[3000];
-    for (size_t i = 0; i < sizeof body; i++)
-        body[i] = (char)('a' + i % 26);
+    fill_pattern(body, sizeof body, 'a');
     buff_puts(&b, "HEAD\r\n");
     ck_assert_int_eq(buff_write(&b, body, sizeof body), 0);
     ck_assert_uint_eq(b.syscalls, 1);               /* header + body together */
     ck_assert_uint_eq(buff_pending(&b), 0);
     ck_assert_uint_eq(b.bytes_sent, 6 + sizeof body);
-    char want[6 + sizeof body];
-    memcpy(want, "HEAD\r\n", 6);
-    memcpy(want + 6, body, sizeof body);
-    expect_peer_bytes(want, sizeof want);
+    expect_peer_head_and_body("HEAD\r\n", body, sizeof body);
 }
 END_TEST
 
@@ -110,17 +124,13 @@ END_TEST
 START_TEST(write_now_sends_pending_and_data_in_one_call_without_copying)
 {
     char body[1500];
-    for (size_t i = 0; i < sizeof body; i++)
-        body[i] = (char)('A' + i % 26);
+    fill_pattern(body, sizeof body, 'A');
     buff_puts(&b, "H\r\n");
     ck_assert_int_eq(buff_write_now(&b, body, sizeof body), 0);
     ck_assert_uint_eq(b.syscalls, 1);               /* header + body together */
     ck_assert_uint_eq(buff_pending(&b), 0);
     ck_assert_uint_eq(b.bytes_sent, 3 + sizeof body);
-    char want[3 + sizeof body];
-    memcpy(want, "H\r\n", 3);
-    memcpy(want + 3, body, sizeof body);
-    expect_peer_bytes(want, sizeof want);
+    expect_peer_head_and_body("H\r\n", body, sizeof body);
     /* nothing pending: the data alone, one call; then a plain write gathers again */
     ck_assert_int_eq(buff_write_now(&b, "xyz", 3), 0);
     ck_assert_uint_eq(b.syscalls, 2);
