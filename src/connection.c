@@ -339,7 +339,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         if (conn_stopping && c->requests > 0 && !started)
             break;                  /* graceful stop: no waiting for another request */
         struct timeval wait_start;
-        gettimeofday(&wait_start, NULL);
+        io_clock_now(&wait_start);
         if (started)
             c->waiter.guard_since = wait_start;
         else
@@ -349,7 +349,6 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                                                       : cfg.keepalive_timeout);
         for (;;) {
             if (c->in_end > c->in_start) {
-                memset(&req, 0, sizeof req);
                 pr = http_parse_request(c->in + c->in_start, c->in_end - c->in_start, &lim,
                                         &req, &head_len, &status);
                 if (pr != HTTP_PARSE_INCOMPLETE)
@@ -372,7 +371,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             if (rr == READ_OK) {
                 if (!started) {
                     started = 1;
-                    gettimeofday(&c->waiter.guard_since, NULL);
+                    io_clock_now(&c->waiter.guard_since);
                     io_deadline_after(&deadline, &c->waiter.guard_since, cfg.header_timeout);
                 }
                 continue;

@@ -14,25 +14,37 @@
 #define CONTENT_LENGTH_MAX (UINT64_C(1) << 62)
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-static int is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static int is_hex(unsigned char c) { return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); }
 
-/* RFC 9110 §5.6.2 tchar */
-static int is_tchar(unsigned char c)
-{
-    if (is_alpha(c) || is_digit(c))
-        return 1;
-    switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-        return 1;
-    default:
-        return 0;
-    }
-}
+/* Byte classes, one table lookup per byte on the per-request path:
+ *   CC_TCHAR     RFC 9110 §5.6.2 tchar (method, field name)
+ *   CC_VALUE     field-vchar / SP / HTAB, obs-text (>= 0x80) allowed (RFC 9110 §5.5)
+ *   CC_TARGET    what we accept in a request-target: 0x21-0x7e except '#' (parse_target)
+ *   CC_REG_NAME  RFC 3986 unreserved / sub-delims; '.' and '%' need context, so are not in it
+ * Entry = sum of the classes: 15 = all four, 7 = tchar|value|target, 6 = value|target.
+ * tests/unit/check_http_parse.c checks every byte in every position against the RFC rules. */
+enum { CC_TCHAR = 1, CC_VALUE = 2, CC_TARGET = 4, CC_REG_NAME = 8 };
+static const unsigned char char_class[256] = {
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  2,  0,  0,  0,  0,  0,  0,   /* 00 */
+     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,   /* 10 */
+     2, 15,  6,  3, 15,  7, 15, 15, 14, 14, 15, 15, 14, 15,  7,  6,   /* 20  !"#$%&'()*+,-./ */
+    15, 15, 15, 15, 15, 15, 15, 15, 15, 15,  6, 14,  6, 14,  6,  6,   /* 30 0-9:;<=>? */
+     6, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,   /* 40 @A-O */
+    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,  6,  6,  6,  7, 15,   /* 50 P-Z[\]^_ */
+     7, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,   /* 60 `a-o */
+    15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,  6,  7,  6, 15,  0,   /* 70 p-z{|}~ DEL */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* 80 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* 90 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* a0 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* b0 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* c0 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* d0 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* e0 */
+     2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,   /* f0 */
+};
 
-/* field-vchar / SP / HTAB; obs-text (>= 0x80) is allowed in values by RFC 9110 §5.5 */
-static int is_field_value_char(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+static int is_tchar(unsigned char c) { return char_class[c] & CC_TCHAR; }
+static int is_field_value_char(unsigned char c) { return char_class[c] & CC_VALUE; }
 
 static int is_ows(unsigned char c) { return c == ' ' || c == '\t'; }
 
@@ -76,7 +88,8 @@ const char *http_method_name(enum http_method m)
 static enum http_method method_lookup(const char *p, size_t len)
 {
     for (unsigned m = HTTP_GET; m < sizeof method_names / sizeof method_names[0]; m++)
-        if (strlen(method_names[m]) == len && memcmp(method_names[m], p, len) == 0)
+        if (method_names[m][0] == p[0] && strlen(method_names[m]) == len &&
+            memcmp(method_names[m], p, len) == 0)
             return (enum http_method)m;
     return HTTP_METHOD_UNKNOWN;
 }
@@ -102,12 +115,9 @@ static int valid_reg_name(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (is_alpha(c) || is_digit(c))
+        if (char_class[c] & CC_REG_NAME)
             continue;
         switch (c) {
-        case '-': case '_': case '~':
-        case '!': case '$': case '&': case '\'': case '(': case ')': case '*': case '+': case ',': case ';': case '=':
-            continue;
         case '.':
             if (i > 0 && s[i - 1] == '.')
                 return 0;
@@ -206,8 +216,7 @@ static int parse_target(const char *t, size_t n, struct http_request *req)
      * '#' cannot appear: fragments are never sent (RFC 9112 §3.2). Other characters outside
      * the URI set ("|{}^ etc.) are tolerated as nginx does; clients do send them. */
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)t[i];
-        if (c <= 0x20 || c >= 0x7f || c == '#')
+        if (!(char_class[(unsigned char)t[i]] & CC_TARGET))
             return 400;
     }
 
@@ -500,27 +509,30 @@ static int finish_head(struct http_request *req, const struct header_state *hs)
 static int find_line_end(const char *buf, size_t pos, size_t window, size_t content_limit,
                          size_t *line_end, size_t *next)
 {
-    for (size_t i = pos; i < window; i++) {
-        char c = buf[i];
-        if (c == '\n') {
-            /* Bare LF accepted as terminator, as nginx does (RFC 9112 §2.2 MAY). */
-            *line_end = i;
-            *next = i + 1;
-            return 1;
-        }
-        if (c == '\r') {
-            if (i + 1 >= window)
-                return 0;
-            if (buf[i + 1] != '\n')
-                return -1; /* RFC 9112 §2.2: bare CR is invalid; we reject rather than replace */
-            *line_end = i;
-            *next = i + 2;
-            return 1;
-        }
-        if (i - pos + 1 > content_limit)
-            return -2;
+    /* A terminator may start at most content_limit bytes in; memchr, not a byte loop,
+     * because this runs over every byte of every head. */
+    int limited = window - pos > content_limit;
+    size_t scan_end = limited ? pos + content_limit + 1 : window;
+    const char *lf = memchr(buf + pos, '\n', scan_end - pos);
+    size_t stop = lf != NULL ? (size_t)(lf - buf) : scan_end;
+    const char *cr = memchr(buf + pos, '\r', stop - pos);
+    if (cr != NULL) {
+        size_t i = (size_t)(cr - buf);
+        if (i + 1 >= window)
+            return 0;
+        if (buf[i + 1] != '\n')
+            return -1; /* RFC 9112 §2.2: bare CR is invalid; we reject rather than replace */
+        *line_end = i;
+        *next = i + 2;
+        return 1;
     }
-    return 0;
+    if (lf != NULL) {
+        /* Bare LF accepted as terminator, as nginx does (RFC 9112 §2.2 MAY). */
+        *line_end = stop;
+        *next = stop + 1;
+        return 1;
+    }
+    return limited ? -2 : 0;
 }
 
 /* The request-line is longer than max_request_line; line holds its first n bytes. RFC 9112 §3

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "autoconfig.h"
@@ -48,10 +49,28 @@ void io_waiter_free(struct io_waiter *w)
     w->ev_fd = w->ev_time = NULL;
 }
 
+void io_clock_now(struct timeval *now)
+{
+#if defined(CLOCK_REALTIME_COARSE) || defined(CLOCK_REALTIME_FAST)
+#ifdef CLOCK_REALTIME_COARSE
+    const clockid_t coarse = CLOCK_REALTIME_COARSE;     /* Linux */
+#else
+    const clockid_t coarse = CLOCK_REALTIME_FAST;       /* FreeBSD */
+#endif
+    struct timespec ts;
+    if (clock_gettime(coarse, &ts) == 0) {
+        now->tv_sec = ts.tv_sec;
+        now->tv_usec = (suseconds_t)(ts.tv_nsec / 1000);
+        return;
+    }
+#endif
+    gettimeofday(now, NULL);
+}
+
 void io_deadline(struct timeval *out, unsigned seconds)
 {
     struct timeval now;
-    gettimeofday(&now, NULL);
+    io_clock_now(&now);
     io_deadline_after(out, &now, seconds);
 }
 

@@ -31,6 +31,13 @@ extern int (*io_under_pressure)(void);
 int  io_waiter_init(struct io_waiter *w);
 void io_waiter_free(struct io_waiter *w);
 
+/* The wall-clock time that deadlines start from, at the kernel tick's
+ * resolution (a few ms) where the system has a coarse clock: deadlines are
+ * whole seconds, and a handler reads this once per request, where a precise
+ * clock read costs five times as much.  Same epoch as gettimeofday, which
+ * Pth's timers compare against; at most one tick behind it. */
+void io_clock_now(struct timeval *now);
+
 /* Absolute deadline `seconds` from now. */
 void io_deadline(struct timeval *out, unsigned seconds);
 

@@ -427,6 +427,52 @@ START_TEST(target_bytes)
 }
 END_TEST
 
+/* The RFC rules, written out the slow way, as the reference for every byte. */
+static int ref_is_alnum(int c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int ref_tchar(int c) { return ref_is_alnum(c) || (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL); }
+static int ref_field_value(int c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+static int ref_target(int c) { return c > 0x20 && c < 0x7f && c != '#'; }
+static int ref_reg_name(int c) { return ref_is_alnum(c) || (c != 0 && strchr("-._~!$&'()*+,;=", c) != NULL); }
+
+/* Parses tmpl with its one '*' replaced by byte b; returns 0 (OK) or the error status. */
+static int status_with_byte(const char *tmpl, int b)
+{
+    char buf[128];
+    size_t n = strlen(tmpl);
+    ck_assert_uint_lt(n, sizeof buf);
+    memcpy(buf, tmpl, n);
+    char *at = memchr(buf, '*', n);
+    ck_assert_ptr_nonnull(at);
+    *at = (char)b;
+    struct http_request r;
+    size_t hl;
+    int st = 0;
+    enum http_parse_result res = parse_n(buf, n, &LIM, &r, &hl, &st);
+    ck_assert_msg(res != HTTP_PARSE_INCOMPLETE, "byte 0x%02x in \"%s\": incomplete", b, tmpl);
+    return res == HTTP_PARSE_OK ? 0 : st;
+}
+
+START_TEST(every_byte_in_every_position)
+{
+    for (int b = 0; b < 256; b++) {
+        if (b == '\r' || b == '\n')
+            continue;   /* line ends: bare_cr_rejected, bare_lf_accepted */
+        int st = status_with_byte("Q*Q / HTTP/1.1\r\nHost: h\r\n\r\n", b);
+        ck_assert_msg(st == (ref_tchar(b) ? 501 : 400), "method byte 0x%02x: %d", b, st);
+        if (b != ':') {   /* "X:Y: v" is the field X with value "Y: v" */
+            st = status_with_byte("GET / HTTP/1.1\r\nHost: h\r\nX*Y: v\r\n\r\n", b);
+            ck_assert_msg(st == (ref_tchar(b) ? 0 : 400), "field-name byte 0x%02x: %d", b, st);
+        }
+        st = status_with_byte("GET / HTTP/1.1\r\nHost: h\r\nX: a*b\r\n\r\n", b);
+        ck_assert_msg(st == (ref_field_value(b) ? 0 : 400), "field-value byte 0x%02x: %d", b, st);
+        st = status_with_byte("GET /a*b HTTP/1.1\r\nHost: h\r\n\r\n", b);
+        ck_assert_msg(st == (ref_target(b) ? 0 : 400), "target byte 0x%02x: %d", b, st);
+        st = status_with_byte("GET / HTTP/1.1\r\nHost: a*b\r\n\r\n", b);
+        ck_assert_msg(st == (ref_reg_name(b) ? 0 : 400), "Host byte 0x%02x: %d", b, st);
+    }
+}
+END_TEST
+
 START_TEST(header_syntax)
 {
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n  folded\r\n\r\n", 400);
@@ -723,6 +769,7 @@ static Suite *suite(void)
     Suite *s = suite_create("http_parse");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, simple_get);
+    tcase_add_test(tc, every_byte_in_every_position);
     tcase_add_test(tc, query_absent_and_empty);
     tcase_add_test(tc, incomplete);
     tcase_add_test(tc, leading_empty_lines);

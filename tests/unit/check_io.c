@@ -1,0 +1,73 @@
+/* check_io.c: io.c's clock and deadlines.  Deadlines start from a coarse
+ * clock (io_clock_now) but are enforced by Pth's timers, which read the
+ * precise one: the two must share an epoch and stay within a tick. */
+#include <check.h>
+
+#include "check_run.h"
+#include "io.h"
+
+#include <errno.h>
+#include <pth.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static double seconds(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+START_TEST(clock_now_is_the_wall_clock_within_a_tick)
+{
+    for (int i = 0; i < 1000; i++) {
+        struct timeval before, now, after;
+        gettimeofday(&before, NULL);
+        io_clock_now(&now);
+        gettimeofday(&after, NULL);
+        /* a coarse clock lags by at most a tick (10 ms at HZ=100) and is
+         * never ahead */
+        ck_assert_msg(seconds(&now) <= seconds(&after) + 1e-6,
+                      "io_clock_now %.6f is ahead of gettimeofday %.6f",
+                      seconds(&now), seconds(&after));
+        ck_assert_msg(seconds(&now) >= seconds(&before) - 0.05,
+                      "io_clock_now %.6f lags gettimeofday %.6f by more than 50 ms",
+                      seconds(&now), seconds(&before));
+    }
+}
+END_TEST
+
+START_TEST(a_deadline_one_second_away_times_out_after_a_second)
+{
+    ck_assert(pth_init());
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct io_waiter w;
+    ck_assert_int_eq(io_waiter_init(&w), 0);
+    struct timeval deadline, start, end;
+    io_deadline(&deadline, 1);
+    gettimeofday(&start, NULL);
+    errno = 0;
+    ck_assert_int_eq(io_wait(&w, sv[0], 0, &deadline), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    gettimeofday(&end, NULL);
+    double waited = seconds(&end) - seconds(&start);
+    /* a deadline from the wrong clock (monotonic: 1970 to Pth) would time
+     * out at once; the coarse clock may cost at most a tick */
+    ck_assert_msg(waited >= 0.9, "timed out after %.3f s, deadline was 1 s", waited);
+    io_waiter_free(&w);
+    close(sv[0]);
+    close(sv[1]);
+    pth_kill();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("io");
+    TCase *tc = tcase_create("clock");
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, clock_now_is_the_wall_clock_within_a_tick);
+    tcase_add_test(tc, a_deadline_one_second_away_times_out_after_a_second);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
