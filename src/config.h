@@ -39,6 +39,7 @@ struct config {
     unsigned    cache_validate;     /* file cache: seconds between stat() of an entry */
     size_t      sendfile_min;       /* bodies at least this big go out with sendfile */
     size_t      sendfile_chunk;     /* most bytes per sendfile call before yielding */
+    size_t      notsent_lowat;      /* TCP_NOTSENT_LOWAT of client sockets, 0 = kernel's */
     /* processes, daemon, logs (issue 6) */
     unsigned    workers;            /* worker processes (0 on the command line = one per CPU) */
     int         reuseport;          /* one SO_REUSEPORT socket per worker */

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -99,10 +100,11 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
 
 int listen_open(const char *spec, int backlog)
 {
-    return listen_open_reuseport(spec, backlog, 0, 0);
+    return listen_open_reuseport(spec, backlog, 0, 0, 0);
 }
 
-int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept)
+int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
+                          size_t notsent_lowat)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -149,6 +151,21 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned
             log_errno(LOG_WARN, "listen %s: TCP_DEFER_ACCEPT", spec);
 #else
         log_msg(LOG_DEBUG, "listen %s: no TCP_DEFER_ACCEPT on this system: accepting at once", spec);
+#endif
+    }
+    /* A reply bigger than the client's receive window waits in the kernel
+     * only this far ahead of it: sendfile stops there, and the handler is
+     * woken when the client has taken most of it.  Without it, megabytes
+     * queue up and are pushed out later from the ACK path -- on loopback in
+     * the client's own system calls -- while the handler refills a socket
+     * the client is still draining.  Inherited by accepted sockets. */
+    if (notsent_lowat > 0) {
+#ifdef TCP_NOTSENT_LOWAT
+        int lowat = notsent_lowat > INT_MAX ? INT_MAX : (int)notsent_lowat;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat) < 0)
+            log_errno(LOG_WARN, "listen %s: TCP_NOTSENT_LOWAT", spec);
+#else
+        log_msg(LOG_DEBUG, "listen %s: no TCP_NOTSENT_LOWAT on this system", spec);
 #endif
     }
     if (ss.ss_family == AF_INET6 &&

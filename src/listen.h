@@ -2,6 +2,7 @@
 #ifndef COWD_LISTEN_H
 #define COWD_LISTEN_H
 
+#include <stddef.h>
 #include <sys/socket.h>
 
 /* Parses "1.2.3.4:80", "[::1]:80", "*:80" or "localhost:80".  0 or -1 with a
@@ -12,7 +13,10 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
 int listen_open(const char *spec, int backlog);
 /* The same; with reuseport, SO_REUSEPORT is set before bind, so that several
  * such sockets (one per worker) share the address and the kernel spreads
- * connections among them.  Fails if the system lacks SO_REUSEPORT. */
-int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept);
+ * connections among them.  Fails if the system lacks SO_REUSEPORT.
+ * defer_accept: TCP_DEFER_ACCEPT seconds; notsent_lowat: TCP_NOTSENT_LOWAT
+ * bytes, which accepted sockets inherit (0 for either: not set). */
+int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
+                          size_t notsent_lowat);
 
 #endif

@@ -106,7 +106,7 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 0; i < nsock; i++) {
         lfds[i] = listen_open_reuseport(cfg.listen[i % cfg.n_listen], (int)cfg.backlog, cfg.reuseport,
-                                         cfg.defer_accept);
+                                         cfg.defer_accept, cfg.notsent_lowat);
         if (lfds[i] < 0)
             return EXIT_FAILURE;
     }

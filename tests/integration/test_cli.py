@@ -43,7 +43,7 @@ def _(srv):
     for flag in ("--listen", "--root", "--threads", "--foreground", "--index", "--listing",
                  "--max-uri", "--max-header-size", "--max-headers", "--keepalive-timeout",
                  "--header-timeout", "--workers", "--access-log", "--cache-size", "--sendfile-min",
-                 "--sendfile-chunk",
+                 "--sendfile-chunk", "--notsent-lowat",
                  "--max-connections", "--version"):
         check(flag in out, "--help mentions %s" % flag)
 
@@ -68,6 +68,7 @@ def _(srv):
         (["--log-level", "loud"], "--log-level"),
         (["--index", "a/b"], "--index"),
         (["--sendfile-chunk", "100"], "--sendfile-chunk"),
+        (["--notsent-lowat", "-1"], "--notsent-lowat"),
         (["extra-argument"], "extra-argument"),
     ]
     for args, named in cases:

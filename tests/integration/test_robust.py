@@ -5,7 +5,7 @@ import struct
 import threading
 import time
 
-from cowdtest import BIG_SIZE, HELLO, NUMBERED, Conn, TestFailure, check, eq, request, test
+from cowdtest import BIG_SIZE, HELLO, NUMBERED, Conn, TestFailure, TestSkip, check, eq, request, test
 
 
 @test("robust: half-closed client still receives the full response")
@@ -39,6 +39,60 @@ def _(srv):
         eq(len(r.body), BIG_SIZE, "length")
         blk = srv.root.big_block
         check(r.body[:len(blk)] == blk and r.body[-len(blk):] == blk, "content")
+
+
+def server_send_queue(port, client):
+    """Bytes the server's socket to `client` holds unacknowledged or unsent
+    (tx_queue in /proc/net/tcp), once it has stopped growing."""
+    try:
+        open("/proc/net/tcp").close()
+    except OSError:
+        raise TestSkip("no /proc/net/tcp to read a socket's send queue from")
+    cport = client.getsockname()[1]
+    last, seen = None, 0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        q = None
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for line in f:
+                p = line.split()
+                if (int(p[1].split(":")[1], 16) == port and
+                        int(p[2].split(":")[1], 16) == cport):
+                    q = int(p[4].split(":")[0], 16)
+        seen = seen + 1 if q is not None and q == last else 0
+        if seen >= 3:
+            return q
+        last = q
+        time.sleep(0.1)
+    raise TestFailure("server's send queue to port %d never settled (last %r)" % (cport, last))
+
+
+def queue_for_a_client_that_does_not_read(srv):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)     # a window of a few KB
+    s.settimeout(5)
+    s.connect(("127.0.0.1", srv.port))
+    try:
+        s.sendall(request("GET", "/big.bin"))
+        return server_send_queue(srv.port, s)
+    finally:
+        s.close()
+
+
+@test("robust: a big reply waits in the kernel only --notsent-lowat (default 32k) ahead of its client")
+def _(srv):
+    q = queue_for_a_client_that_does_not_read(srv)
+    check(0 < q <= 256 * 1024, "server's send queue to a client that does not read: "
+          "%d bytes, want the window of a few KB plus at most about 32 KB" % q)
+    eq(srv.get("/n1.txt").body, NUMBERED[1], "others still served")
+
+
+@test("robust: --notsent-lowat 1m lets a megabyte wait for a client that does not read",
+      ["--notsent-lowat", "1m"])
+def _(srv):
+    q = queue_for_a_client_that_does_not_read(srv)
+    check(q >= 1024 * 1024, "server's send queue: %d bytes, want at least 1 MB" % q)
 
 
 @test("robust: --sendfile-chunk 4k sends a 20 MB file and a range of it whole, others served meanwhile",
