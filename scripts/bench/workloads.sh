@@ -111,10 +111,12 @@ wrk_once() {
     log "  $server $label #$rep: $(tail -n1 "$OUT/runs.csv" | cut -d, -f7) replies/s, errors $(tail -n1 "$OUT/runs.csv" | cut -d, -f8)"
 }
 
-# wrk_reps SERVER WORKLOAD LABEL PATH [WRK ARGS...]: REPS measured runs
+# wrk_reps SERVER WORKLOAD LABEL PATH [WRK ARGS...]: REPS measured runs, or
+# only run number $REP_ONLY when that is set (run interleaves the servers).
 wrk_reps() {
-    local server=$1 wl=$2 label=$3 path=$4 rep; shift 4
-    for ((rep = 1; rep <= REPS; rep++)); do
+    local server=$1 wl=$2 label=$3 path=$4 rep first=1 last=$REPS; shift 4
+    if [ -n "${REP_ONLY:-}" ]; then first=$REP_ONLY; last=$REP_ONLY; fi
+    for ((rep = first; rep <= last; rep++)); do
         wrk_once "$server" "$wl" "$label" "$rep" "$path" "$@" || break
     done
 }
