@@ -98,11 +98,6 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
     return 0;
 }
 
-int listen_open(const char *spec, int backlog)
-{
-    return listen_open_reuseport(spec, backlog, 0, 0, 0);
-}
-
 int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
                           size_t notsent_lowat)
 {

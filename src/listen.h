@@ -9,9 +9,8 @@
  * reason in why. */
 int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
                  char *why, size_t why_len);
-/* Opens a non-blocking, close-on-exec listening socket; -1 (logged) on error. */
-int listen_open(const char *spec, int backlog);
-/* The same; with reuseport, SO_REUSEPORT is set before bind, so that several
+/* Opens a non-blocking, close-on-exec listening socket; -1 (logged) on error.
+ * With reuseport, SO_REUSEPORT is set before bind, so that several
  * such sockets (one per worker) share the address and the kernel spreads
  * connections among them.  Fails if the system lacks SO_REUSEPORT.
  * defer_accept: TCP_DEFER_ACCEPT seconds; notsent_lowat: TCP_NOTSENT_LOWAT
