@@ -87,13 +87,6 @@ int buff_write(struct buff *b, const void *data, size_t len)
     return 0;
 }
 
-int buff_write_now(struct buff *b, const void *data, size_t len)
-{
-    if (b->failed)
-        return -1;
-    return send_pending_and(b, data, len);
-}
-
 int buff_puts(struct buff *b, const char *s)
 {
     return buff_write(b, s, strlen(s));

@@ -40,11 +40,6 @@ int buff_write(struct buff *b, const void *data, size_t len);
 int buff_puts(struct buff *b, const char *s);
 int buff_put_u64(struct buff *b, uint64_t v);
 int buff_flush(struct buff *b);
-/* Send the pending bytes and data[0..len) now, in one writev, without
- * copying data: for the last bytes of a response when no pipelined request
- * waits to batch with it (a cached body: copying 12.5 KB into the buffer
- * cost more than the call it would have shared). */
-int buff_write_now(struct buff *b, const void *data, size_t len);
 /* Flush the pending bytes hinting that more follows, then send file bytes. */
 int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len);
 

