@@ -345,33 +345,17 @@ static void redirect_to_dir(struct conn *c, const struct http_request *req, cons
     response_error(c, req, 301, "Location", loc);
 }
 
-void static_file_serve(struct conn *c, const struct http_request *req)
+/* A cache miss: opens c->path (plen bytes, normalized) beneath the root,
+ * serves it and caches it under the path as requested.  Out of line, so
+ * that its PATH_MAX key is not on the stack of the cache-hit path: with a
+ * thread per connection, every page a request's stack spans is a page per
+ * thread in the cache and TLB working set. */
+static __attribute__((noinline)) void serve_uncached(struct conn *c, const struct http_request *req,
+                                                     size_t plen, int trailing_slash)
 {
-    int trailing_slash = 0;
-    int st_code = path_normalize(req->path.p, req->path.len, c->path, c->path_cap - 1 -
-                                 strlen(cfg.index_name) - 1, &trailing_slash);
-    if (st_code != 0) {
-        if (st_code == 400)
-            c->close_after = 1;
-        response_error(c, req, st_code, NULL, NULL);
-        return;
-    }
-    /* The cache is keyed by the normalized path as requested ("/docs/"
-     * maps to the index file, "/docs" never hits: it is a redirect). */
-    size_t plen = strlen(c->path);
     char key[PATH_MAX];
     size_t key_len = plen < sizeof key ? plen : 0;
-    if (key_len > 0) {
-        memcpy(key, c->path, key_len);
-        struct fc_entry *e = filecache_get(key, key_len, date_cache_time());
-        if (e != NULL) {
-            struct file_view v;
-            view_of_entry(&v, e);
-            send_file(c, req, &v);
-            filecache_release(e);
-            return;
-        }
-    }
+    memcpy(key, c->path, key_len);
 
     /* c->path is "/a/b" (maybe with a trailing '/'); open "a/b" under root */
     while (plen > 1 && c->path[plen - 1] == '/')
@@ -453,4 +437,31 @@ void static_file_serve(struct conn *c, const struct http_request *req)
         key[0] = '\0';
     }
     serve_opened(c, req, fd, &st, name, name_len, key, key_len);
+}
+
+void static_file_serve(struct conn *c, const struct http_request *req)
+{
+    int trailing_slash = 0;
+    int st_code = path_normalize(req->path.p, req->path.len, c->path, c->path_cap - 1 -
+                                 strlen(cfg.index_name) - 1, &trailing_slash);
+    if (st_code != 0) {
+        if (st_code == 400)
+            c->close_after = 1;
+        response_error(c, req, st_code, NULL, NULL);
+        return;
+    }
+    /* The cache is keyed by the normalized path as requested ("/docs/"
+     * maps to the index file, "/docs" never hits: it is a redirect). */
+    size_t plen = strlen(c->path);
+    if (plen < PATH_MAX) {
+        struct fc_entry *e = filecache_get(c->path, plen, date_cache_time());
+        if (e != NULL) {
+            struct file_view v;
+            view_of_entry(&v, e);
+            send_file(c, req, &v);
+            filecache_release(e);
+            return;
+        }
+    }
+    serve_uncached(c, req, plen, trailing_slash);
 }
