@@ -32,6 +32,9 @@
 #include <linux/openat2.h>
 #endif
 
+/* Normalized paths this long or longer are served but never cached. */
+#define CACHE_KEY_MAX PATH_MAX
+
 static int root_fd = -1;
 static char root_real[PATH_MAX];
 static size_t root_real_len;
@@ -347,14 +350,14 @@ static void redirect_to_dir(struct conn *c, const struct http_request *req, cons
 
 /* A cache miss: opens c->path (plen bytes, normalized) beneath the root,
  * serves it and caches it under the path as requested.  Out of line, so
- * that its PATH_MAX key is not on the stack of the cache-hit path: with a
- * thread per connection, every page a request's stack spans is a page per
- * thread in the cache and TLB working set. */
+ * that its key buffer (PATH_MAX bytes) is not on the cache-hit path's
+ * stack: with a thread per connection, every page a request's stack spans
+ * is a page per thread in the cache and TLB working set. */
 static __attribute__((noinline)) void serve_uncached(struct conn *c, const struct http_request *req,
                                                      size_t plen, int trailing_slash)
 {
-    char key[PATH_MAX];
-    size_t key_len = plen < sizeof key ? plen : 0;
+    char key[CACHE_KEY_MAX];
+    size_t key_len = plen < CACHE_KEY_MAX ? plen : 0;
     memcpy(key, c->path, key_len);
 
     /* c->path is "/a/b" (maybe with a trailing '/'); open "a/b" under root */
@@ -453,7 +456,7 @@ void static_file_serve(struct conn *c, const struct http_request *req)
     /* The cache is keyed by the normalized path as requested ("/docs/"
      * maps to the index file, "/docs" never hits: it is a redirect). */
     size_t plen = strlen(c->path);
-    if (plen < PATH_MAX) {
+    if (plen < CACHE_KEY_MAX) {
         struct fc_entry *e = filecache_get(c->path, plen, date_cache_time());
         if (e != NULL) {
             struct file_view v;
