@@ -266,8 +266,15 @@ def main():
         # per-step tables, like the paper's Tables 1 and 2
         rates = sorted({int(r["rate"]) for m in sweep.values() for r in m["steps"]})
         servers = sorted(sweep, key=server_rank)
+        # every run of a step (--full: 3), to show the spread behind the median
+        spread = {}
+        for r in read_csv("sweep-runs.csv"):
+            spread.setdefault((r["server"], int(r["rate"])), []).append(fnum(r["rps"], 0))
+        multi = any(len(v) > 1 for v in spread.values())
         for title, key, digits in (("replies/s", "rps", 0), ("average reply time (ms)", "reply_ms", 2),
                                    ("errors", "errors", 0)):
+            if key == "rps" and multi:
+                title = "replies/s of the step's median run (lowest–highest run)"
             md.append(f"Per step, {title}:")
             md.append("")
             md.append("| offered conn/s | ideal replies/s | " + " | ".join(servers) + " |")
@@ -276,7 +283,11 @@ def main():
                 cells = []
                 for s in servers:
                     r = next((r for r in sweep[s]["steps"] if int(r["rate"]) == rate), None)
-                    cells.append(fmt(fnum(r[key]), digits) if r else "–")
+                    cell = fmt(fnum(r[key]), digits) if r else "–"
+                    step_runs = spread.get((s, rate), [])
+                    if r and key == "rps" and len(step_runs) > 1 and min(step_runs) < max(step_runs):
+                        cell += f" ({fmt(min(step_runs))}–{fmt(max(step_runs))})"
+                    cells.append(cell)
                 md.append(f"| {rate} | {rate * 5:,} | " + " | ".join(cells) + " |")
             md.append("")
         lim = {s: m["client_limited"] for s, m in sweep.items() if m["client_limited"]}

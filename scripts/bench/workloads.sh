@@ -5,12 +5,13 @@
 # from CPU $CLIENT_CPU, samples the server's CPU time (whole process tree)
 # before and after every measured run, stops the server and appends rows to
 #   $OUT/runs.csv   one row per wrk run (workloads b-e)
-#   $OUT/sweep.csv  one row per httperf rate step (workload a)
+#   $OUT/sweep.csv  one row per httperf rate step (workload a): its median run
+#   $OUT/sweep-runs.csv  every httperf run of (a), with its repetition number
 # Raw load-generator output is kept in $OUT/raw/.
 #
 # Settings (set by run from --short/--full, all overridable from the env):
 #   WRK_SECS WRK_CONNS WRK_THREADS REPS
-#   SWEEP_SECS SWEEP_START SWEEP_STEP SWEEP_CAP SWEEP_AFTER_ERRORS
+#   SWEEP_SECS SWEEP_REPS SWEEP_START SWEEP_STEP SWEEP_CAP SWEEP_AFTER_ERRORS
 #   IDLE_CONNS IDLE_PATH
 
 HELPER_PIDS=()   # idle-connection helpers we started, for the exit trap
@@ -22,6 +23,7 @@ init_results() {
     mkdir -p "$OUT/raw"
     [ -f "$OUT/runs.csv" ] || echo "$RUNS_HEADER" >"$OUT/runs.csv"
     [ -f "$OUT/sweep.csv" ] || echo "$SWEEP_HEADER" >"$OUT/sweep.csv"
+    [ -f "$OUT/sweep-runs.csv" ] || echo "$SWEEP_HEADER,rep" >"$OUT/sweep-runs.csv"
 }
 
 cpu_now() { proc_tree_stats "$SRV_PID" | cut -d' ' -f1; }
@@ -142,26 +144,38 @@ settle_time_wait() {
 }
 
 workload_a() {
-    local server=$1 rate steps_after=-1 raw c0 c1 vals
+    local server=$1 rate steps_after=-1 raw c0 c1 vals rep row
     settle_time_wait
     start_for "$server" a || return 1
     for ((rate = SWEEP_START; rate <= SWEEP_CAP; rate += SWEEP_STEP)); do
-        pid_alive "$SRV_PID" || { warn "$server died during the sweep"; break; }
-        raw="$OUT/raw/$server-a-r$rate.httperf"
-        c0=$(cpu_now)
-        "${PIN_CLIENT[@]}" timeout $((SWEEP_SECS + 30)) \
-            httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
-                --http-version 1.1 --rate "$rate" \
-                --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
-                >"$raw" 2>&1
-        c1=$(cpu_now)
-        vals=$(parse_httperf "$raw") || { warn "$server rate $rate: no httperf result"; break; }
-        echo "$server,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')" >>"$OUT/sweep.csv"
-        # vals: conns,replies,duration,rps,conn_rate,reply_ms,errors,...
-        local rps errs ms
-        rps=$(echo "$vals" | cut -d, -f4); ms=$(echo "$vals" | cut -d, -f6)
-        errs=$(echo "$vals" | cut -d, -f7)
-        log "  $server a: rate $rate conn/s -> $rps replies/s, $ms ms, errors $errs"
+        # SWEEP_REPS runs per step; the step's row is the run with the median
+        # replies/s.  Near saturation a run either keeps up or tips into the
+        # client's fd_unavail collapse, and which one is luck as much as the
+        # server (README), so one run per step makes the peak a lottery.
+        : >"$OUT/step.tmp"
+        for ((rep = 1; rep <= SWEEP_REPS; rep++)); do
+            pid_alive "$SRV_PID" || { warn "$server died during the sweep"; break 2; }
+            raw="$OUT/raw/$server-a-r$rate-$rep.httperf"
+            c0=$(cpu_now)
+            "${PIN_CLIENT[@]}" timeout $((SWEEP_SECS + 30)) \
+                httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
+                    --http-version 1.1 --rate "$rate" \
+                    --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
+                    >"$raw" 2>&1
+            c1=$(cpu_now)
+            vals=$(parse_httperf "$raw") || { warn "$server rate $rate: no httperf result"; break 2; }
+            row="$server,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')"
+            echo "$row,$rep" >>"$OUT/sweep-runs.csv"
+            echo "$row" >>"$OUT/step.tmp"
+            log "  $server a: rate $rate conn/s run $rep -> $(echo "$vals" | cut -d, -f4) replies/s," \
+                "$(echo "$vals" | cut -d, -f6) ms, errors $(echo "$vals" | cut -d, -f7)"
+        done
+        # the median run by replies/s (column 6); with an even count, the lower
+        sort -s -t, -k6,6g "$OUT/step.tmp" | sed -n "$(( ($(wc -l <"$OUT/step.tmp") + 1) / 2 ))p" \
+            >>"$OUT/sweep.csv"
+        local rps errs
+        rps=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f6); errs=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f9)
+        [ "$SWEEP_REPS" -gt 1 ] && log "  $server a: rate $rate conn/s median -> $rps replies/s, errors $errs"
         if [ "$steps_after" -ge 0 ]; then   # counting the steps past errors
             steps_after=$((steps_after - 1))
             [ "$steps_after" -le 0 ] && break
@@ -170,6 +184,7 @@ workload_a() {
             [ "$steps_after" -le 0 ] && break
         fi
     done
+    rm -f "$OUT/step.tmp"
     server_stop
 }
 
