@@ -144,7 +144,7 @@ settle_time_wait() {
 }
 
 workload_a() {
-    local server=$1 rate steps_after=-1 raw c0 c1 vals rep row
+    local server=$1 rate steps_after=-1 raw c0 c1 vals rep row rps errs
     settle_time_wait
     start_for "$server" a || return 1
     for ((rate = SWEEP_START; rate <= SWEEP_CAP; rate += SWEEP_STEP)); do
@@ -173,7 +173,6 @@ workload_a() {
         # the median run by replies/s (column 6); with an even count, the lower
         sort -s -t, -k6,6g "$OUT/step.tmp" | sed -n "$(( ($(wc -l <"$OUT/step.tmp") + 1) / 2 ))p" \
             >>"$OUT/sweep.csv"
-        local rps errs
         rps=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f6); errs=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f9)
         [ "$SWEEP_REPS" -gt 1 ] && log "  $server a: rate $rate conn/s median -> $rps replies/s, errors $errs"
         if [ "$steps_after" -ge 0 ]; then   # counting the steps past errors
