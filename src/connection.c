@@ -244,11 +244,16 @@ static void lingering_close(struct conn *c)
     close(c->fd);
 }
 
-/* Answers a request we could not parse; the connection closes. */
-static void answer_parse_error(struct conn *c, const struct http_request *req, int status)
+/* Answers a request we could not parse; the connection closes.  head_len
+ * is the length of the refused head when the parser saw all of it and knows
+ * its framing (else 0): then, with no body to come, the client has sent
+ * everything and the close need not wait for more (as nginx decides). */
+static void answer_parse_error(struct conn *c, const struct http_request *req, int status,
+                               size_t head_len)
 {
     c->close_after = 1;
-    c->linger = 1;
+    c->linger = head_len == 0 || req->has_body;
+    c->in_start += head_len;        /* what follows it, if anything, still asks for a linger */
     const struct http_request *r = req->version_major == 1 ? req : NULL;
     if (status == 405)
         response_error(c, r, status, "Allow", COWD_ALLOW);
@@ -391,7 +396,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         }
         if (pr == HTTP_PARSE_ERROR) {
             uint64_t mark = accesslog_mark(c);
-            answer_parse_error(c, &req, status);
+            answer_parse_error(c, &req, status, head_len);
             accesslog_request(c, &req, mark);
             goto done;
         }

@@ -621,8 +621,16 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     }
 
     st = finish_head(req, &hs);
-    if (st)
+    if (st) {
+        /* The whole head is in and, without Transfer-Encoding, so is how
+         * long its body is: tell the caller, so that it need not wait for
+         * bytes that will never come before it closes. */
+        if (!hs.te_seen) {
+            *head_len = next;
+            req->has_body = req->content_length > 0;
+        }
         return fail(req, status, st);
+    }
     *head_len = next;
     return HTTP_PARSE_OK;
 }

@@ -35,6 +35,9 @@ struct http_request {
 /* Returns HTTP_PARSE_OK (full head parsed, *head_len = bytes consumed incl. final CRLFCRLF),
  * HTTP_PARSE_INCOMPLETE (need more bytes; only if within limits), or HTTP_PARSE_ERROR with *status set to
  * the response status and req->... filled as far as known (version, method) so the caller can answer.
+ * On HTTP_PARSE_ERROR *head_len is 0, unless the error was found only after the whole head and its
+ * framing is known (no Transfer-Encoding): then it is the head's length and req->has_body and
+ * req->content_length describe the body that follows it.
  * Only the first lim->max_head bytes of buf are ever examined, so the caller never needs to buffer more.
  * When status is an error the caller closes the connection after answering if http_error_must_close(status)
  * or framing is unknown. lim must not be NULL. */

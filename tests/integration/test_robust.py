@@ -5,7 +5,7 @@ import struct
 import threading
 import time
 
-from cowdtest import BIG_SIZE, HELLO, NUMBERED, Conn, TestFailure, TestSkip, check, eq, request, test
+from cowdtest import BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, TestFailure, TestSkip, check, eq, request, test
 
 
 @test("robust: half-closed client still receives the full response")
@@ -189,6 +189,41 @@ def _(srv):
     finally:
         for c in silent:
             c.close()
+
+
+@test("robust: a refused complete request frees its connection at once, with no wait for more bytes",
+      args=["--max-connections", "1", "--workers", "1"])
+def _(srv):
+    # The whole request is in and declares no body: the server closes at once
+    # instead of lingering (up to 2 s) for bytes that will not come.  With a
+    # cap of one connection, the next client is accepted only after that.
+    with srv.conn() as a:
+        a.send(b"GET /hello.txt HTTP/1.1\r\nUser-Agent: no-host\r\n\r\n")
+        r = a.response()
+        eq(r.status_line, "HTTP/1.1 400 Bad Request", "status")
+        eq(r.get("Connection"), "close", "Connection")
+        a.expect_closed()
+        t0 = time.time()
+        eq(srv.get("/hello.txt").body, HELLO, "next client")     # a still open
+        took = time.time() - t0
+        check(took < 1.0 * SLOW, "the next client waited %.1fs for the refused one's slot" % took)
+
+
+@test("robust: a refused request with a declared body still drains the body, no reset")
+def _(srv):
+    with srv.conn() as a:
+        a.send(b"POST /hello.txt HTTP/1.1\r\nContent-Length: 5\r\n\r\n")
+        r = a.response()
+        eq(r.status_line, "HTTP/1.1 400 Bad Request", "status")
+        a.sock.settimeout(3)
+        eq(a.sock.recv(100), b"", "EOF after the 400")
+        a.sock.sendall(b"hello")        # arrives after the 400: drained, not reset
+        time.sleep(0.2)
+        try:
+            a.sock.shutdown(socket.SHUT_WR)
+            eq(a.sock.recv(100), b"", "still EOF")
+        except OSError as e:            # reset, or not connected any more
+            raise TestFailure("the server reset the connection instead of draining the body: %s" % e)
 
 
 @test("robust: --header-timeout answers 408 to a stalled head and closes", args=["--header-timeout", "1"])

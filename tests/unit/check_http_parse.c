@@ -753,6 +753,48 @@ START_TEST(pipelined)
 }
 END_TEST
 
+/* The caller closes without waiting for more bytes only when it knows the whole request is in:
+ * an error found after the head reports the head's length and body, and only then. */
+START_TEST(error_head_len)
+{
+    struct http_request r;
+    size_t hl;
+    int st;
+    const char *no_host = "GET / HTTP/1.1\r\nUser-Agent: x\r\n\r\nGET /next";
+    ck_assert_int_eq(http_parse_request(no_host, strlen(no_host), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(st, 400);
+    ck_assert_str_eq(no_host + hl, "GET /next");
+    ck_assert_int_eq(r.has_body, 0);
+
+    const char *no_host_body = "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+    ck_assert_int_eq(http_parse_request(no_host_body, strlen(no_host_body), &LIM, &r, &hl, &st),
+                     HTTP_PARSE_ERROR);
+    ck_assert_str_eq(no_host_body + hl, "hello");
+    ck_assert_int_eq(r.has_body, 1);
+    ck_assert_uint_eq(r.content_length, 5);
+
+    const char *expect = "GET / HTTP/1.1\r\nHost: h\r\nExpect: nothing\r\n\r\n";
+    ck_assert_int_eq(http_parse_request(expect, strlen(expect), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(st, 417);
+    ck_assert_uint_eq(hl, strlen(expect));
+
+    /* framing unknown: with Transfer-Encoding, or an error inside the head */
+    static const char *unknown[] = {
+        "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked, x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nbad header\r\n\r\n",
+        "GET / HTTP/9.1\r\nHost: h\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        ck_assert_int_eq(http_parse_request(unknown[i], strlen(unknown[i]), &LIM, &r, &hl, &st),
+                         HTTP_PARSE_ERROR);
+        ck_assert_msg(hl == 0, "case %zu: head_len %zu, want 0", i, hl);
+    }
+}
+END_TEST
+
 START_TEST(must_close)
 {
     static const int close_codes[] = { 400, 408, 411, 413, 414, 417, 431, 501, 505 };
@@ -794,6 +836,7 @@ static Suite *suite(void)
     tcase_add_test(tc, expect_header);
     tcase_add_test(tc, first_occurrence_kept);
     tcase_add_test(tc, pipelined);
+    tcase_add_test(tc, error_head_len);
     tcase_add_test(tc, must_close);
     suite_add_tcase(s, tc);
     return s;
