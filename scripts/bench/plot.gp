@@ -2,8 +2,8 @@
 # Needs OUT/plotvars.gp, OUT/sweep-*.dat and OUT/bars*.dat from report.py.
 #   a-replies.png   replies/s vs offered connection rate (CoW paper, Fig. 5)
 #   a-latency.png   average reply time vs offered rate   (CoW paper, Fig. 6)
-#   bars.png        replies/s per server, workloads b-e
-#   bars-eff.png    replies per server-CPU-second, workloads b-e
+#   bars.png        replies/s per server, workloads b-f
+#   bars-eff.png    replies per server-CPU-second, workloads b-f
 
 load dir.'/plotvars.gp'
 
@@ -57,13 +57,13 @@ if (have_bars) {
     set key outside top center horizontal
 
     set output dir.'/bars.png'
-    set title "Throughput per server, workloads b-e (wrk) [".mode."]"
+    set title "Throughput per server, workloads b-f (wrk) [".mode."]"
     set ylabel 'successful replies / s'
     plot for [i=1:words(bar_servers)] dir.'/bars.dat' using (column(i+1)):xtic(1) \
          lc rgb scol(word(bar_servers,i)) title word(bar_servers,i)
 
     set output dir.'/bars-eff.png'
-    set title "Efficiency: replies per server-CPU-second, workloads b-e [".mode."]"
+    set title "Efficiency: replies per server-CPU-second, workloads b-f [".mode."]"
     set ylabel 'replies / server CPU-second'
     plot for [i=1:words(bar_servers)] dir.'/bars-eff.dat' using (column(i+1)):xtic(1) \
          lc rgb scol(word(bar_servers,i)) title word(bar_servers,i)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py OUT [SERVERS] -- turn the suite's raw rows into tables and plot data.
 
-Reads  OUT/runs.csv (wrk runs, workloads b-e), OUT/sweep.csv (httperf steps,
+Reads  OUT/runs.csv (wrk runs, workloads b-f), OUT/sweep.csv (httperf steps,
 workload a) and OUT/env.txt. Writes
   OUT/results.md     markdown report (also printed to stdout)
   OUT/summary.csv    one row per workload/label/server (medians over reps)
@@ -31,6 +31,7 @@ WL_TITLES = {
     "c": "(c) one connection per request (wrk, `Connection: close`), 2 KB",
     "d": "(d) WebSTONE mix: 500 B 35 %, 5 KB 50 %, 50 KB 14 %, 5 MB 1 % (keep-alive)",
     "e": "(e) 12.5 KB keep-alive while idle keep-alive connections are held open",
+    "f": "(f) refused requests: HTTP/1.1 without Host, each answered 400 and closed (wrk)",
 }
 PEER_EXCLUDE = ("cowd", "cowd+log")
 STARVED_PCT = 60  # closed-loop server below this CPU share: throughput suspect
@@ -301,8 +302,8 @@ def main():
                   "usually `fd_unavail` (client side), the overload signal of this sweep.")
         md.append("")
 
-    # ---- (b)..(e) -----------------------------------------------------------
-    for wl in "bcde":
+    # ---- (b)..(f) -----------------------------------------------------------
+    for wl in "bcdef":
         labels = [k for k in runs if k[0] == wl]
         if not labels:
             continue

@@ -1,10 +1,10 @@
-# workloads.sh -- the five workloads (sourced, bash; needs common.sh,
+# workloads.sh -- the six workloads (sourced, bash; needs common.sh,
 # servers.sh, docs.sh).
 #
 # Each workload_X SERVER starts a fresh instance of SERVER, runs its load
 # from CPU $CLIENT_CPU, samples the server's CPU time (whole process tree)
 # before and after every measured run, stops the server and appends rows to
-#   $OUT/runs.csv   one row per wrk run (workloads b-e)
+#   $OUT/runs.csv   one row per wrk run (workloads b-f)
 #   $OUT/sweep.csv  one row per httperf rate step (workload a): its median run
 #   $OUT/sweep-runs.csv  every httperf run of (a), with its repetition number
 # Raw load-generator output is kept in $OUT/raw/.
@@ -91,10 +91,10 @@ wrk_once() {
     pid_alive "$SRV_PID" || note="${note:+$note; }server died during run"
     # the BENCH line from bench.lua: requests=.. duration_us=.. err_*=.. lat_*=..
     local kv requests=0 duration_us=0 err_connect=0 err_read=0 err_write=0 \
-        err_status=0 err_timeout=0 lat_mean_us=0 lat_p99_us=0
+        err_status=0 err_timeout=0 lat_mean_us=0 lat_p99_us=0 matched=-1
     for kv in ${line#BENCH }; do
         case ${kv%%=*} in
-            requests|duration_us|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us)
+            requests|duration_us|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us|matched)
                 printf -v "${kv%%=*}" '%s' "${kv#*=}" ;;
         esac
     done
@@ -103,7 +103,9 @@ wrk_once() {
         -v er="$err_read" -v ew="$err_write" -v es="$err_status" \
         -v et="$err_timeout" -v lm="$lat_mean_us" -v l99="$lat_p99_us" \
         -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" \
-        -v k0="$k0" -v k1="$k1" 'BEGIN {
+        -v k0="$k0" -v k1="$k1" -v m="$matched" 'BEGIN {
+            # with BENCH_EXPECT_STATUS, a reply counts only with that status
+            if (m >= 0) es = req - m
             ok = req - es; d = dur / 1e6; errs = ec + er + ew + es + et
             if (ok == 0) note = (note == "" ? "no replies" : "no replies; " note)
             printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s,%.2f\n",
@@ -222,6 +224,18 @@ workload_c() {
     settle_time_wait
     start_for "$server" c || return 1
     wrk_reps "$server" c f2k-close /f2k -H 'Connection: close'
+    server_stop
+}
+
+# (f) refused requests: as (c), but every request lacks the Host header
+# HTTP/1.1 requires, so the expected reply is a 400 and a close (RFC 9112
+# §3.2).  What a flood of malformed requests costs; only 400s count as
+# replies (a server that serves such requests has none).
+workload_f() {
+    local server=$1
+    settle_time_wait
+    start_for "$server" f || return 1
+    BENCH_NO_HOST=1 BENCH_EXPECT_STATUS=400 wrk_reps "$server" f no-host-400 /f2k
     server_stop
 }
 
