@@ -476,6 +476,9 @@ static int parse_header_line(const char *line, size_t n, struct http_request *re
 static int finish_head(struct http_request *req, const struct header_state *hs)
 {
     int http11 = req->version_minor >= 1;
+    /* set before any refusal: one for a reason other than framing still
+     * tells the caller whether a body follows (http_parse.h) */
+    req->has_body = req->content_length > 0;
     if (http11 && hs->host_count == 0)
         return 400;
     if (hs->te_seen) {
@@ -488,13 +491,13 @@ static int finish_head(struct http_request *req, const struct header_state *hs)
         if (hs->te_unknown_seen)
             return 501;
         req->chunked = 1;
+        req->has_body = 1;
     }
     if (hs->expect_unsupported)
         return 417;
     /* RFC 9110 §10.1.1: a 100-continue expectation in HTTP/1.0 MUST be ignored. */
     if (!http11)
         req->expect_continue = 0;
-    req->has_body = req->chunked || req->content_length > 0;
     if (hs->connection_close)
         req->keep_alive = 0;
     else
@@ -625,10 +628,8 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
         /* The whole head is in and, without Transfer-Encoding, so is how
          * long its body is: tell the caller, so that it need not wait for
          * bytes that will never come before it closes. */
-        if (!hs.te_seen) {
+        if (!hs.te_seen)
             *head_len = next;
-            req->has_body = req->content_length > 0;
-        }
         return fail(req, status, st);
     }
     *head_len = next;

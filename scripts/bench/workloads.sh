@@ -227,18 +227,6 @@ workload_c() {
     server_stop
 }
 
-# (f) refused requests: as (c), but every request lacks the Host header
-# HTTP/1.1 requires, so the expected reply is a 400 and a close (RFC 9112
-# §3.2).  What a flood of malformed requests costs; only 400s count as
-# replies (a server that serves such requests has none).
-workload_f() {
-    local server=$1
-    settle_time_wait
-    start_for "$server" f || return 1
-    BENCH_NO_HOST=1 BENCH_EXPECT_STATUS=400 wrk_reps "$server" f no-host-400 /f2k
-    server_stop
-}
-
 # (d) the WebSTONE mix (JAWS paper, Table 1) through bench.lua's weighted
 # path choice; keep-alive.
 workload_d() {
@@ -303,5 +291,17 @@ for r in rows[1:]:
 csv.writer(open(path, "w", newline="")).writerows(rows)
 EOF
     fi
+    server_stop
+}
+
+# (f) refused requests: as (c), but every request lacks the Host header
+# HTTP/1.1 requires, so the expected reply is a 400 and a close (RFC 9112
+# §3.2).  What a flood of malformed requests costs; only 400s count as
+# replies (a server that serves such requests has none).
+workload_f() {
+    local server=$1
+    settle_time_wait
+    start_for "$server" f || return 1
+    BENCH_NO_HOST=1 BENCH_EXPECT_STATUS=400 wrk_reps "$server" f no-host-400 /f2k
     server_stop
 }

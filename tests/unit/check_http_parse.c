@@ -761,20 +761,20 @@ START_TEST(error_head_len)
     size_t hl;
     int st;
     const char *no_host = "GET / HTTP/1.1\r\nUser-Agent: x\r\n\r\nGET /next";
-    ck_assert_int_eq(http_parse_request(no_host, strlen(no_host), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(parse_n(no_host, strlen(no_host), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
     ck_assert_int_eq(st, 400);
     ck_assert_str_eq(no_host + hl, "GET /next");
     ck_assert_int_eq(r.has_body, 0);
 
     const char *no_host_body = "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
-    ck_assert_int_eq(http_parse_request(no_host_body, strlen(no_host_body), &LIM, &r, &hl, &st),
+    ck_assert_int_eq(parse_n(no_host_body, strlen(no_host_body), &LIM, &r, &hl, &st),
                      HTTP_PARSE_ERROR);
     ck_assert_str_eq(no_host_body + hl, "hello");
     ck_assert_int_eq(r.has_body, 1);
     ck_assert_uint_eq(r.content_length, 5);
 
     const char *expect = "GET / HTTP/1.1\r\nHost: h\r\nExpect: nothing\r\n\r\n";
-    ck_assert_int_eq(http_parse_request(expect, strlen(expect), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(parse_n(expect, strlen(expect), &LIM, &r, &hl, &st), HTTP_PARSE_ERROR);
     ck_assert_int_eq(st, 417);
     ck_assert_uint_eq(hl, strlen(expect));
 
@@ -788,7 +788,7 @@ START_TEST(error_head_len)
         "GET / HTTP/9.1\r\nHost: h\r\n\r\n",
     };
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
-        ck_assert_int_eq(http_parse_request(unknown[i], strlen(unknown[i]), &LIM, &r, &hl, &st),
+        ck_assert_int_eq(parse_n(unknown[i], strlen(unknown[i]), &LIM, &r, &hl, &st),
                          HTTP_PARSE_ERROR);
         ck_assert_msg(hl == 0, "case %zu: head_len %zu, want 0", i, hl);
     }
