@@ -1,9 +1,10 @@
 # workloads.sh -- the six workloads (sourced, bash; needs common.sh,
 # servers.sh, docs.sh).
 #
-# Each workload_X SERVER starts a fresh instance of SERVER, runs its load
-# from CPU $CLIENT_CPU, samples the server's CPU time (whole process tree)
-# before and after every measured run, stops the server and appends rows to
+# Each workload_X SERVER (workload_a: SERVER..., all side by side) starts a
+# fresh instance of SERVER, runs its load from CPU $CLIENT_CPU, samples the
+# server's CPU time (whole process tree) before and after every measured
+# run, stops the server and appends rows to
 #   $OUT/runs.csv   one row per wrk run (workloads b-f)
 #   $OUT/sweep.csv  one row per httperf rate step (workload a): its median run
 #   $OUT/sweep-runs.csv  every httperf run of (a), with its repetition number
@@ -145,48 +146,79 @@ settle_time_wait() {
     return 0
 }
 
+# workload_a SERVER...: the sweep for all SERVERS side by side.  Every
+# server is started first and stays up for the whole sweep (an idle server
+# costs the others nothing); each step's SWEEP_REPS runs then go round the
+# servers, in an order rotated by one each repetition.  A slow stretch of the
+# shared machine thus hits one run of every server at the same rate, not the
+# whole sweep of whichever server was measured then, and no server is always
+# the first after the rate goes up.  A server stops SWEEP_AFTER_ERRORS steps
+# after its first step whose median run has errors; the sweep ends when every
+# server has stopped.
 workload_a() {
-    local server=$1 rate steps_after=-1 raw c0 c1 vals rep row rps errs
+    local s rate rep i n raw c0 c1 vals row rps errs live=()
+    declare -A a_pid a_port a_after
     settle_time_wait
-    start_for "$server" a || return 1
-    for ((rate = SWEEP_START; rate <= SWEEP_CAP; rate += SWEEP_STEP)); do
+    for s in "$@"; do
+        start_for "$s" a || { warn "$s: cannot start for workload a -- skipped"; continue; }
+        a_pid[$s]=$SRV_PID a_port[$s]=$SRV_PORT a_after[$s]=-1
+        live+=("$s")
+    done
+    for ((rate = SWEEP_START; rate <= SWEEP_CAP && ${#live[@]} > 0; rate += SWEEP_STEP)); do
+        for s in "${live[@]}"; do : >"$OUT/step-$s.tmp"; done
         # SWEEP_REPS runs per step; the step's row is the run with the median
         # replies/s.  Near saturation a run either keeps up or tips into the
         # client's fd_unavail collapse, and which one is luck as much as the
         # server (README), so one run per step makes the peak a lottery.
-        : >"$OUT/step.tmp"
         for ((rep = 1; rep <= SWEEP_REPS; rep++)); do
-            pid_alive "$SRV_PID" || { warn "$server died during the sweep"; break 2; }
-            raw="$OUT/raw/$server-a-r$rate-$rep.httperf"
-            c0=$(cpu_now)
-            "${PIN_CLIENT[@]}" timeout $((SWEEP_SECS + 30)) \
-                httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
-                    --http-version 1.1 --rate "$rate" \
-                    --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
-                    >"$raw" 2>&1
-            c1=$(cpu_now)
-            vals=$(parse_httperf "$raw") || { warn "$server rate $rate: no httperf result"; break 2; }
-            row="$server,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')"
-            echo "$row,$rep" >>"$OUT/sweep-runs.csv"
-            echo "$row" >>"$OUT/step.tmp"
-            log "  $server a: rate $rate conn/s run $rep -> $(echo "$vals" | cut -d, -f4) replies/s," \
-                "$(echo "$vals" | cut -d, -f6) ms, errors $(echo "$vals" | cut -d, -f7)"
+            n=${#live[@]}
+            for ((i = 0; i < n; i++)); do
+                s=${live[$(( (i + rep - 1) % n ))]}
+                SRV_PID=${a_pid[$s]} SRV_PORT=${a_port[$s]}
+                pid_alive "$SRV_PID" || continue
+                raw="$OUT/raw/$s-a-r$rate-$rep.httperf"
+                c0=$(cpu_now)
+                "${PIN_CLIENT[@]}" timeout $((SWEEP_SECS + 30)) \
+                    httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
+                        --http-version 1.1 --rate "$rate" \
+                        --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
+                        >"$raw" 2>&1
+                c1=$(cpu_now)
+                vals=$(parse_httperf "$raw") || { warn "$s rate $rate: no httperf result"; continue; }
+                row="$s,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')"
+                echo "$row,$rep" >>"$OUT/sweep-runs.csv"
+                echo "$row" >>"$OUT/step-$s.tmp"
+                log "  $s a: rate $rate conn/s run $rep -> $(echo "$vals" | cut -d, -f4) replies/s," \
+                    "$(echo "$vals" | cut -d, -f6) ms, errors $(echo "$vals" | cut -d, -f7)"
+            done
         done
-        # the median run by replies/s (column 6); with an even count, the lower
-        sort -s -t, -k6,6g "$OUT/step.tmp" | sed -n "$(( ($(wc -l <"$OUT/step.tmp") + 1) / 2 ))p" \
-            >>"$OUT/sweep.csv"
-        rps=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f6); errs=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f9)
-        [ "$SWEEP_REPS" -gt 1 ] && log "  $server a: rate $rate conn/s median -> $rps replies/s, errors $errs"
-        if [ "$steps_after" -ge 0 ]; then   # counting the steps past errors
-            steps_after=$((steps_after - 1))
-            [ "$steps_after" -le 0 ] && break
-        elif [ "$errs" -gt 0 ]; then
-            steps_after=$SWEEP_AFTER_ERRORS
-            [ "$steps_after" -le 0 ] && break
-        fi
+        local next=()
+        for s in "${live[@]}"; do
+            if ! pid_alive "${a_pid[$s]}"; then
+                warn "$s died during the sweep"
+            elif [ ! -s "$OUT/step-$s.tmp" ]; then
+                warn "$s rate $rate: no httperf result in any run -- its sweep ends here"
+            else
+                # the median run by replies/s (column 6); with an even count, the lower
+                sort -s -t, -k6,6g "$OUT/step-$s.tmp" |
+                    sed -n "$(( ($(wc -l <"$OUT/step-$s.tmp") + 1) / 2 ))p" >>"$OUT/sweep.csv"
+                rps=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f6); errs=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f9)
+                [ "$SWEEP_REPS" -gt 1 ] && log "  $s a: rate $rate conn/s median -> $rps replies/s, errors $errs"
+                if [ "${a_after[$s]}" -ge 0 ]; then   # counting the steps past errors
+                    a_after[$s]=$((a_after[$s] - 1))
+                elif [ "$errs" -gt 0 ]; then
+                    a_after[$s]=$SWEEP_AFTER_ERRORS
+                fi
+                [ "${a_after[$s]}" -ne 0 ] && next+=("$s")
+            fi
+            rm -f "$OUT/step-$s.tmp"
+        done
+        live=("${next[@]}")
     done
-    rm -f "$OUT/step.tmp"
-    server_stop
+    for s in "${!a_pid[@]}"; do
+        SRV_PID=${a_pid[$s]}
+        server_stop
+    done
 }
 
 # parse_httperf FILE -> conns,replies_2xx,duration_s,rps,conn_rate,reply_ms,
