@@ -152,11 +152,14 @@ settle_time_wait() {
 # servers, in an order rotated by one each repetition.  A slow stretch of the
 # shared machine thus hits one run of every server at the same rate, not the
 # whole sweep of whichever server was measured then, and no server is always
-# the first after the rate goes up.  A server stops SWEEP_AFTER_ERRORS steps
-# after its first step whose median run has errors; the sweep ends when every
-# server has stopped.
+# the first after the rate goes up.  Every server runs every step: the sweep
+# ends SWEEP_AFTER_ERRORS steps after the step where the last server had its
+# first errors (median run), so all peaks come from the same offered rates.
+# Past its first errors a server's replies/s can still grow with the offered
+# rate; a server dropped earlier would be compared with peers measured at
+# rates it never saw.
 workload_a() {
-    local s rate rep i n raw c0 c1 vals row rps errs live=()
+    local s rate rep i n raw c0 c1 vals row rps errs going live=()
     declare -A a_pid a_port a_after
     settle_time_wait
     for s in "$@"; do
@@ -204,16 +207,19 @@ workload_a() {
                     sed -n "$(( ($(wc -l <"$OUT/step-$s.tmp") + 1) / 2 ))p" >>"$OUT/sweep.csv"
                 rps=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f6); errs=$(tail -n1 "$OUT/sweep.csv" | cut -d, -f9)
                 [ "$SWEEP_REPS" -gt 1 ] && log "  $s a: rate $rate conn/s median -> $rps replies/s, errors $errs"
-                if [ "${a_after[$s]}" -ge 0 ]; then   # counting the steps past errors
+                if [ "${a_after[$s]}" -gt 0 ]; then   # counting the steps past errors
                     a_after[$s]=$((a_after[$s] - 1))
-                elif [ "$errs" -gt 0 ]; then
+                elif [ "${a_after[$s]}" -lt 0 ] && [ "$errs" -gt 0 ]; then
                     a_after[$s]=$SWEEP_AFTER_ERRORS
                 fi
-                [ "${a_after[$s]}" -ne 0 ] && next+=("$s")
+                next+=("$s")
             fi
             rm -f "$OUT/step-$s.tmp"
         done
         live=("${next[@]}")
+        going=0
+        for s in "${live[@]}"; do [ "${a_after[$s]}" -ne 0 ] && going=1; done
+        [ "$going" = 1 ] || break
     done
     for s in "${!a_pid[@]}"; do
         SRV_PID=${a_pid[$s]}
