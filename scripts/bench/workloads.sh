@@ -159,7 +159,7 @@ settle_time_wait() {
 # rate; a server dropped earlier would be compared with peers measured at
 # rates it never saw.
 workload_a() {
-    local s rate rep i n raw c0 c1 vals row rps errs going live=()
+    local s rate rep i n raw c0 c1 vals row rps errs going live=() next
     declare -A a_pid a_port a_after
     settle_time_wait
     for s in "$@"; do
@@ -195,7 +195,7 @@ workload_a() {
                     "$(echo "$vals" | cut -d, -f6) ms, errors $(echo "$vals" | cut -d, -f7)"
             done
         done
-        local next=()
+        next=()
         for s in "${live[@]}"; do
             if ! pid_alive "${a_pid[$s]}"; then
                 warn "$s died during the sweep"
