@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 COWD = os.environ.get("COWD", "")
 SRCDIR = os.environ.get("COWD_SRCDIR", "")
@@ -573,6 +574,17 @@ def test(name, args=(), demo=False):
     return deco
 
 
+def unexpected_detail(e, srv):
+    """Where an unexpected exception came from (the innermost line of a test
+    file) and the end of the server's stderr, for a failure that may be rare."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if os.path.basename(f.filename).startswith("test_")]
+    where = " [at %s:%d: %s]" % (os.path.basename(frames[-1].filename), frames[-1].lineno,
+                                 frames[-1].line) if frames else ""
+    log = srv.stderr().strip() if srv is not None else ""
+    return where + (" [server stderr ends: %s]" % log[-600:].replace("\n", " | ") if log else "")
+
+
 def run(argv):
     if not COWD or not os.access(COWD, os.X_OK):
         print("FAIL setup: COWD=%r is not an executable" % COWD)
@@ -611,7 +623,7 @@ def run(argv):
                 print("FAIL %s: %s" % (name, e))
                 failed += 1
             except Exception as e:        # a socket error etc.: the test fails, the run goes on
-                print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
+                print("FAIL %s: %s: %s%s" % (name, type(e).__name__, e, unexpected_detail(e, srv)))
                 failed += 1
             sys.stdout.flush()
             # a server that died is reported by the test that killed it, then replaced
