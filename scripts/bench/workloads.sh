@@ -279,7 +279,7 @@ workload_d() {
 workload_e() {
     local server=$1 hp out ready rss0 rss1 i alive label="f12k+idle"
     start_for "$server" e idle || return 1
-    out="$OUT/raw/$server-e-idle.txt"
+    out="$OUT/raw/$server-e-idle${REP_ONLY:+-$REP_ONLY}.txt"
     rss0=$(rss_now)
     # no `timeout` wrapper: the helper bounds itself (60 s setup, IDLE_HOLD s
     # hold) and must receive our USR1 directly; nice and taskset exec, so $! is it.
@@ -316,7 +316,9 @@ workload_e() {
     forget_pid "$hp"
     alive=$(grep '^ALIVE' "$out")
     log "  $server e: ${alive:-no ALIVE line}"
-    # append the survivors to the notes of this server's e rows
+    # append the survivors to the notes of this server's e rows of this
+    # helper's runs (those without a count yet: with interleaved rounds an
+    # earlier round's rows already have theirs)
     if [ -n "$alive" ]; then
         alive=${alive#ALIVE alive=}; alive=${alive%% *}
         "$PY" - "$OUT/runs.csv" "$server" "$alive" <<'EOF'
@@ -324,7 +326,7 @@ import csv, sys
 path, server, alive = sys.argv[1:]
 rows = list(csv.reader(open(path)))
 for r in rows[1:]:
-    if r[0] == server and r[1] == "e" and "alive=" not in r[13]:
+    if r[0] == server and r[1] == "e" and "alive after=" not in r[13]:
         r[13] = (r[13] + "; " if r[13] else "") + f"alive after={alive}"
 csv.writer(open(path, "w", newline="")).writerows(rows)
 EOF
