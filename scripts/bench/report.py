@@ -193,6 +193,54 @@ def ratio_line(per_server):
             f"replies per server-CPU-second **{ratio(c.get('per_cpu_s'), ev)}** (best: {es})")
 
 
+# The targets, checked row by row: cowd >= 1.10 x the best peer in
+# replies per server-CPU-second, throughput no lower than the best peer's
+# (required where the client is the limit; checked on every row, which is
+# stricter), and a p99 no worse than the lowest of the peers that served
+# replies (httperf, workload a, reports none).
+TARGET_EFFICIENCY = 1.10
+TARGET_THROUGHPUT = 1.00
+
+
+def targets_table(headline):
+    rows = ["## Targets", "",
+            f"Efficiency >= {TARGET_EFFICIENCY:.2f} x the best peer, throughput >= "
+            f"{TARGET_THROUGHPUT:.2f} x, p99 no higher than the lowest peer p99 "
+            "(peers with replies); ✓ met, ✗ missed, – not measured.", "",
+            "| workload | efficiency | throughput | p99 ms (cowd vs best peer) |",
+            "|---|---|---|---|"]
+    missed = []
+
+    def mark(ok):
+        return "–" if ok is None else ("✓" if ok else "✗")
+
+    for wl, label, per in headline:
+        c = per.get("cowd", {})
+        _, ev = best_peer(per, "per_cpu_s")
+        _, bv = best_peer(per, "rps")
+        eff = c["per_cpu_s"] / ev if c.get("per_cpu_s") and ev else None
+        thr = c["rps"] / bv if c.get("rps") and bv else None
+        peer_p99 = [m["lat_p99"] for s, m in per.items()
+                    if s not in PEER_EXCLUDE and m.get("rps") and m.get("lat_p99") is not None]
+        p99_ok = None
+        p99_text = "–"
+        if c.get("lat_p99") is not None and peer_p99:
+            p99_ok = c["lat_p99"] <= min(peer_p99)
+            p99_text = f"{mark(p99_ok)} {c['lat_p99']:.2f} vs {min(peer_p99):.2f}"
+        eff_ok = None if eff is None else round(eff, 2) >= TARGET_EFFICIENCY
+        thr_ok = None if thr is None else round(thr, 2) >= TARGET_THROUGHPUT
+        for name, ok in (("efficiency", eff_ok), ("throughput", thr_ok), ("p99", p99_ok)):
+            if ok is False:
+                missed.append(f"{wl} ({label}): {name}")
+        rows.append(f"| {wl}: {label} | {mark(eff_ok)} {ratio(c.get('per_cpu_s'), ev)} | "
+                    f"{mark(thr_ok)} {ratio(c.get('rps'), bv)} | {p99_text} |")
+    rows.append("")
+    rows.append("Every target met in this run." if not missed and headline
+                else "Missed in this run: " + "; ".join(missed) + ".")
+    rows.append("")
+    return rows
+
+
 def main():
     runs = summarize_runs(read_csv("runs.csv"))
     sweep = summarize_sweep(read_csv("sweep.csv"))
@@ -371,6 +419,7 @@ def main():
                     "machine (or the client was the limit), so its replies/s understate it; "
                     "compare replies per CPU-second, or rerun on a quiet machine.")
         head.append("")
+    head += targets_table(headline)
     insert_at = next(i for i, line in enumerate(md) if line.startswith("## ")) if any(
         line.startswith("## ") for line in md) else len(md)
     md[insert_at:insert_at] = head
