@@ -71,15 +71,16 @@ def _(srv):
 
 def bench_report(rows):
     """Runs scripts/bench/report.py on wrk rows (server, label, replies/s,
-    server CPU s, p99 ms; 10 s runs) and returns its results.md."""
+    server CPU s, p99 ms; 10 s runs, a server's rows of one label being its
+    repetitions) and returns its results.md."""
     import tempfile
     with tempfile.TemporaryDirectory() as out:
         with open(os.path.join(out, "runs.csv"), "w") as f:
             f.write("server,workload,label,rep,replies,duration_s,rps,errors,err_detail,"
                     "lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s\n")
-            for server, label, rps, cpu_s, p99 in rows:
-                f.write("%s,b,%s,1,%d,10,%d,0,,0.5,%s,%s,1000,,10\n"
-                        % (server, label, rps * 10, rps, p99, cpu_s))
+            for rep, (server, label, rps, cpu_s, p99) in enumerate(rows):
+                f.write("%s,b,%s,%d,%d,10,%d,0,,0.5,%s,%s,1000,,10\n"
+                        % (server, label, rep, rps * 10, rps, p99, cpu_s))
         p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
                            capture_output=True, timeout=30)
         eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
@@ -95,8 +96,22 @@ def _(srv):
         # f12k: efficiency 1.05 x (a miss), throughput and p99 fine
         ("cowd", "f12k", 80000, 9.5, 0.70), ("lighttpd", "f12k", 80000, 10.0, 0.75),
     ])
-    check("| b: f2k | ✓ 1.25 | ✓ 1.10 | ✗ 0.90 vs 0.80 |" in md, "f2k row in %r" % md)
-    check("| b: f12k | ✗ 1.05 | ✓ 1.00 | ✓ 0.70 vs 0.75 |" in md, "f12k row in %r" % md)
+    check("| b: f2k | ✓ 1.25 | ✓ 1.10 | ✗ 0.90 vs 0.80 (nginx) |" in md, "f2k row in %r" % md)
+    check("| b: f12k | ✗ 1.05 | ✓ 1.00 | ✓ 0.70 vs 0.75 (lighttpd) |" in md, "f12k row in %r" % md)
     check("Missed in this run: b (f2k): p99; b (f12k): efficiency." in md, "verdict in %r" % md)
     md = bench_report([("cowd", "f2k", 100000, 9.0, 0.5), ("nginx", "f2k", 100000, 10.0, 0.6)])
     check("Every target met in this run." in md, "verdict in %r" % md)
+
+
+@test("bench report: a missed target shows both servers' run-to-run ranges")
+def _(srv):
+    md = bench_report([
+        ("cowd", "f2k", 90000, 10.0, 1.0), ("cowd", "f2k", 110000, 10.0, 1.2),
+        ("cowd", "f2k", 100000, 10.0, 1.1),
+        ("nginx", "f2k", 95000, 10.0, 0.9), ("nginx", "f2k", 120000, 10.0, 1.3),
+        ("nginx", "f2k", 105000, 10.0, 1.0),
+    ])
+    check("| b: f2k | ✗ 0.95; runs: cowd 90,000–110,000, nginx 95,000–120,000 | "
+          "✗ 0.95; runs: cowd 90,000–110,000, nginx 95,000–120,000 | "
+          "✗ 1.10 vs 1.00 (nginx); runs: cowd 1.00–1.20, nginx 0.90–1.30 |" in md,
+          "f2k row in %r" % md)
