@@ -259,7 +259,7 @@ workload_b() {
 # same client and connection count as b; see README for why not httperf).
 workload_c() {
     local server=$1
-    settle_time_wait
+    [ -n "${REP_ONLY:-}" ] || settle_time_wait   # interleaved: once per round (run)
     start_for "$server" c || return 1
     wrk_reps "$server" c f2k-close /f2k -H 'Connection: close'
     server_stop
@@ -340,7 +340,7 @@ EOF
 # replies (a server that serves such requests has none).
 workload_f() {
     local server=$1
-    settle_time_wait
+    [ -n "${REP_ONLY:-}" ] || settle_time_wait   # interleaved: once per round (run)
     start_for "$server" f || return 1
     BENCH_NO_HOST=1 BENCH_EXPECT_STATUS=400 wrk_reps "$server" f no-host-400 /f2k
     server_stop
