@@ -126,7 +126,8 @@ int cond_if_range_ok(const struct http_request *req, const struct cond_resource 
     while (n > 0 && is_ows(s[0])) { s++; n--; }
     while (n > 0 && is_ows(s[n - 1])) n--;
 
-    if (n > 0 && (s[0] == '"' || s[0] == 'W')) {
+    /* "W/" only: a date on a Wednesday also starts with 'W' */
+    if (n > 0 && (s[0] == '"' || (n > 1 && s[0] == 'W' && s[1] == '/'))) {
         struct etag_view theirs, mine;
         size_t pos = 0;
         if (parse_etag(s, n, &pos, &theirs) != 0 || pos != n || resource_tag(res, &mine) != 0)
