@@ -219,43 +219,35 @@ def targets_table(headline):
     def mark(ok):
         return "–" if ok is None else ("✓" if ok else "✗")
 
-    def spread(server, m, lo, hi, digits):
-        # a miss shows both runs' ranges: on this shared machine a gap
-        # smaller than the spread is as likely noise as a difference
-        if m.get("reps", 1) < 2 or m.get(lo) is None:
-            return ""
-        return f"{server} {fmt(m[lo], digits)}–{fmt(m[hi], digits)}"
+    def cell(ok, shown, peer, key, digits):
+        # a miss shows both servers' lowest-highest runs: on this shared
+        # machine a gap smaller than that spread is as likely noise
+        text = f"{mark(ok)} {shown}"
+        if ok is False and peer:
+            ms = [("cowd", c), (peer, per.get(peer, {}))]
+            if all(m.get("reps", 1) > 1 and m.get(key + "_min") is not None for _, m in ms):
+                text += "; runs: " + ", ".join(
+                    f"{s} {fmt(m[key + '_min'], digits)}–{fmt(m[key + '_max'], digits)}"
+                    for s, m in ms)
+        return text
 
     for wl, label, per in headline:
         c = per.get("cowd", {})
         es, ev = best_peer(per, "per_cpu_s")
         bs, bv = best_peer(per, "rps")
-        eff = c["per_cpu_s"] / ev if c.get("per_cpu_s") and ev else None
-        thr = c["rps"] / bv if c.get("rps") and bv else None
+        eff, thr = ratio(c.get("per_cpu_s"), ev), ratio(c.get("rps"), bv)
+        eff_ok = None if eff == "–" else float(eff) >= TARGET_EFFICIENCY
+        thr_ok = None if thr == "–" else float(thr) >= TARGET_THROUGHPUT
+        eff_text = cell(eff_ok, eff, es, "per_cpu_s", 0)
+        thr_text = cell(thr_ok, thr, bs, "rps", 0)
         peer_p99 = [(m["lat_p99"], s) for s, m in per.items()
                     if s not in PEER_EXCLUDE and m.get("rps") and m.get("lat_p99") is not None]
-        p99_ok = None
-        p99_text = "–"
+        p99_ok, p99_text = None, "–"
         if c.get("lat_p99") is not None and peer_p99:
             best_p99, ps = min(peer_p99)
             p99_ok = c["lat_p99"] <= best_p99
-            p99_text = f"{mark(p99_ok)} {c['lat_p99']:.2f} vs {best_p99:.2f} ({ps})"
-            ranges = [spread("cowd", c, "lat_p99_min", "lat_p99_max", 2),
-                      spread(ps, per[ps], "lat_p99_min", "lat_p99_max", 2)]
-            if not p99_ok and all(ranges):
-                p99_text += "; runs: " + ", ".join(ranges)
-        eff_ok = None if eff is None else round(eff, 2) >= TARGET_EFFICIENCY
-        thr_ok = None if thr is None else round(thr, 2) >= TARGET_THROUGHPUT
-        eff_text = f"{mark(eff_ok)} {ratio(c.get('per_cpu_s'), ev)}"
-        ranges = [spread("cowd", c, "per_cpu_s_min", "per_cpu_s_max", 0),
-                  spread(es, per.get(es, {}), "per_cpu_s_min", "per_cpu_s_max", 0)] if es else []
-        if eff_ok is False and ranges and all(ranges):
-            eff_text += "; runs: " + ", ".join(ranges)
-        thr_text = f"{mark(thr_ok)} {ratio(c.get('rps'), bv)}"
-        ranges = [spread("cowd", c, "rps_min", "rps_max", 0),
-                  spread(bs, per.get(bs, {}), "rps_min", "rps_max", 0)] if bs else []
-        if thr_ok is False and ranges and all(ranges):
-            thr_text += "; runs: " + ", ".join(ranges)
+            p99_text = cell(p99_ok, f"{c['lat_p99']:.2f} vs {best_p99:.2f} ({ps})",
+                            ps, "lat_p99", 2)
         for name, ok in (("efficiency", eff_ok), ("throughput", thr_ok), ("p99", p99_ok)):
             if ok is False:
                 missed.append(f"{wl} ({label}): {name}")
