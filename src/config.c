@@ -106,6 +106,19 @@ static const struct option options[] = {
     { NULL, 0, NULL, 0 }
 };
 
+/* A minimal build still documents the features it left out, so its --help
+ * matches the man page, but says which ones it left out. */
+#ifdef COWD_LISTING
+#define LISTING_BUILT ""
+#else
+#define LISTING_BUILT " (not in this build)"
+#endif
+#ifdef COWD_ACCESS_LOG
+#define ACCESS_LOG_BUILT ""
+#else
+#define ACCESS_LOG_BUILT " (not in this build)"
+#endif
+
 void config_usage(FILE *out)
 {
     fprintf(out,
@@ -116,7 +129,7 @@ void config_usage(FILE *out)
 "                               '*:PORT' for all IPv4 addresses (default 127.0.0.1:8080)\n"
 "      --root DIR               document root (default: the bundled demo site)\n"
 "      --index NAME             index file served for directories (default index.html)\n"
-"      --listing                list directories that have no index file\n"
+"      --listing                list directories that have no index file" LISTING_BUILT "\n"
 "      --symlinks-outside-root  follow symbolic links that lead out of the root\n"
 "                               (refused with 403 by default)\n"
 "      --mime-types FILE        MIME types file (default: the installed mime.types)\n"
@@ -153,8 +166,9 @@ void config_usage(FILE *out)
 "                               (default 1; 0 = one per CPU)\n"
 "      --reuseport              give each worker its own SO_REUSEPORT listen socket\n"
 "      --shutdown-timeout SEC   time a stopping worker lets requests finish (default 10)\n"
-"      --access-log FILE        access log (default: none)\n"
-"      --log-format FORMAT      access log format: common or combined (default combined)\n"
+"      --access-log FILE        access log (default: none)" ACCESS_LOG_BUILT "\n"
+"      --log-format FORMAT      access log format: common or combined (default combined)"
+    ACCESS_LOG_BUILT "\n"
 "      --daemon                 detach from the terminal (needs --error-log)\n"
 "      --pid-file FILE          write the master's process id to FILE\n"
 "      --user USER              workers run as USER when started as root (default nobody)\n"
@@ -257,7 +271,7 @@ int config_parse(int argc, char **argv)
             cfg.listing = 1;
             break;
 #else
-            fprintf(stderr, "cowd: --listing: this build has no directory listings (configured with --disable-listing)\n");
+            fprintf(stderr, "cowd: --listing: this build has no directory listings (configured with --disable-listing or --enable-minimal)\n");
             return -1;
 #endif
         case OPT_SYMLINKS: cfg.symlinks_outside = 1; break;
@@ -307,7 +321,7 @@ int config_parse(int argc, char **argv)
             cfg.access_log = optarg;
             break;
 #else
-            fprintf(stderr, "cowd: --access-log: this build has no access log (configured with --disable-access-log)\n");
+            fprintf(stderr, "cowd: --access-log: this build has no access log (configured with --disable-access-log or --enable-minimal)\n");
             return -1;
 #endif
         case OPT_LOG_FORMAT:

@@ -566,10 +566,29 @@ class Server:
 
 TESTS = []
 
+# Flags of optional features, with the argument each takes: a build without
+# the feature (--enable-minimal, --disable-listing, --disable-access-log)
+# refuses the flag at start-up, and a test that needs it is skipped there.
+OPTIONAL_FLAGS = {"--listing": (), "--access-log": (os.devnull,)}
+_build_has = {}
 
-def test(name, args=(), demo=False):
+
+def build_has(flag):
+    """Does this cowd build have the optional feature behind flag?  Asked of
+    the binary itself: it rejects the flag before it would print --version."""
+    if flag not in _build_has:
+        cmd = [COWD, flag, *OPTIONAL_FLAGS[flag], "--version"]
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10)
+        _build_has[flag] = r.returncode == 0
+    return _build_has[flag]
+
+
+def test(name, args=(), demo=False, needs=()):
+    """Registers a test.  needs: optional-feature flags (OPTIONAL_FLAGS) the
+    test uses other than in args; those in args are found by themselves."""
     def deco(fn):
-        TESTS.append((name, tuple(args), demo, fn))
+        flags = tuple(needs) + tuple(a for a in args if a in OPTIONAL_FLAGS)
+        TESTS.append((name, tuple(args), demo, flags, fn))
         return fn
     return deco
 
@@ -597,9 +616,15 @@ def run(argv):
     passed = failed = skipped = 0
     started = time.time()
     try:
-        for name, args, demo, fn in selected:
+        for name, args, demo, needs, fn in selected:
             key = (args, demo)
             t0 = time.time()
+            missing = [f for f in needs if not build_has(f)]
+            if missing:
+                print("PASS %s (skipped: this build has no %s)" % (name, ", ".join(missing)))
+                passed += 1
+                skipped += 1
+                continue
             try:
                 srv = servers.get(key)
                 if srv is None or srv.health():

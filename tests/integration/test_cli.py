@@ -4,7 +4,8 @@ import socket
 import subprocess
 import time
 
-from cowdtest import COWD, Server, TestFailure, TestSkip, check, eq, free_port, test
+from cowdtest import (COWD, OPTIONAL_FLAGS, Server, TestFailure, TestSkip, build_has, check, eq,
+                      free_port, test)
 
 
 def run_cowd(*args):
@@ -53,6 +54,27 @@ def _(srv):
     rc, out, err = run_cowd("--version")
     eq(rc, 0, "exit status")
     check(out.startswith("cowd ") and "backend" in out, "version line: %r" % out)
+
+
+@test("cli: a feature left out of this build (--enable-minimal) is refused at start-up, naming it")
+def _(srv):
+    rc, out, err = run_cowd("--help")
+    for flag in OPTIONAL_FLAGS:
+        line = [ln for ln in out.splitlines() if ln.strip().startswith(flag + " ")]
+        eq(len(line), 1, "--help lines for %s" % flag)
+        eq("(not in this build)" in line[0], not build_has(flag),
+           "--help marks %s as left out of this build: %r" % (flag, line[0]))
+    for flag in [f for f in OPTIONAL_FLAGS if not build_has(f)]:
+        port = free_port()
+        rc, out, err = run_cowd(flag, *OPTIONAL_FLAGS[flag], "--listen", "127.0.0.1:%d" % port,
+                                "--root", srv.root.path, "--foreground")
+        eq(rc, 1, "exit status with %s" % flag)
+        lines = err.strip().splitlines()
+        eq(len(lines), 1, "lines on stderr with %s" % flag)
+        check(flag in lines[0] and "this build has no" in lines[0],
+              "%s: message names the flag and says why: %r" % (flag, lines[0]))
+        with socket.socket() as s:
+            check(s.connect_ex(("127.0.0.1", port)) != 0, "%s: nothing listens on the port" % flag)
 
 
 @test("cli: a bad flag or value prints one line naming it and exits non-zero")

@@ -393,7 +393,7 @@ def log_lines(path):
     return [ln + "\n" for ln in data.split("\n")[:-1]]
 
 
-@test("workers: access log lines match the Combined grammar under load with 4 workers")
+@test("workers: access log lines match the Combined grammar under load with 4 workers", needs=["--access-log"])
 def _(shared):
     path = os.path.join(shared.root.tmp, "access-combined.log")
     srv = start(shared.root, ["--workers", "4", "--access-log", path])
@@ -443,7 +443,7 @@ def _(shared):
         finish(srv)
 
 
-@test("workers: --log-format common")
+@test("workers: --log-format common", needs=["--access-log"])
 def _(shared):
     path = os.path.join(shared.root.tmp, "access-common.log")
     srv = start(shared.root, ["--access-log", path, "--log-format", "common"])
@@ -458,7 +458,7 @@ def _(shared):
         finish(srv)
 
 
-@test("workers: SIGUSR1 after moving the access log: old lines stay, new ones go to the new file")
+@test("workers: SIGUSR1 after moving the access log: old lines stay, new ones go to the new file", needs=["--access-log"])
 def _(shared):
     d = tempfile.mkdtemp(prefix="cowd-rot-", dir=shared.root.tmp)
     os.chmod(d, 0o755)
