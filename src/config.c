@@ -106,17 +106,18 @@ static const struct option options[] = {
     { NULL, 0, NULL, 0 }
 };
 
-/* A minimal build still documents the features it left out, so its --help
- * matches the man page, but says which ones it left out. */
+/* A minimal build still lists the features it left out, so its --help
+ * matches the man page, and marks them. */
+#define NOT_BUILT " (not in this build)"
 #ifdef COWD_LISTING
 #define LISTING_BUILT ""
 #else
-#define LISTING_BUILT " (not in this build)"
+#define LISTING_BUILT NOT_BUILT
 #endif
 #ifdef COWD_ACCESS_LOG
 #define ACCESS_LOG_BUILT ""
 #else
-#define ACCESS_LOG_BUILT " (not in this build)"
+#define ACCESS_LOG_BUILT NOT_BUILT
 #endif
 
 void config_usage(FILE *out)
