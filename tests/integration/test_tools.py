@@ -71,14 +71,17 @@ def _(srv):
 
 def bench_report(rows):
     """Runs scripts/bench/report.py on wrk rows (server, label, replies/s,
-    server CPU s, p99 ms; 10 s runs, a server's rows of one label being its
-    repetitions) and returns its results.md."""
+    server CPU s, p99 ms[, round]; 10 s runs, a server's rows of one label
+    being its repetitions, each in a round of its own unless one is given)
+    and returns its results.md."""
     import tempfile
     with tempfile.TemporaryDirectory() as out:
         with open(os.path.join(out, "runs.csv"), "w") as f:
             f.write("server,workload,label,rep,replies,duration_s,rps,errors,err_detail,"
                     "lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s\n")
-            for rep, (server, label, rps, cpu_s, p99) in enumerate(rows):
+            for i, row in enumerate(rows):
+                server, label, rps, cpu_s, p99 = row[:5]
+                rep = row[5] if len(row) > 5 else i
                 f.write("%s,b,%s,%d,%d,10,%d,0,,0.5,%s,%s,1000,,10\n"
                         % (server, label, rep, rps * 10, rps, p99, cpu_s))
         p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
@@ -115,3 +118,20 @@ def _(srv):
           "✗ 0.95; runs: cowd 90,000–110,000, nginx 95,000–120,000 | "
           "✗ 1.10 vs 1.00 (nginx); runs: cowd 1.00–1.20, nginx 0.90–1.30 |" in md,
           "f2k row in %r" % md)
+
+
+@test("bench report: round-by-round ratios pair cowd with each peer within a round")
+def _(srv):
+    md = bench_report([
+        # round 1: the machine fast for both; round 2: slow for both
+        ("cowd", "f12k", 100000, 8.0, 1.0, 1), ("lighttpd", "f12k", 90000, 10.0, 1.0, 1),
+        ("cowd", "f12k", 50000, 9.0, 1.0, 2), ("lighttpd", "f12k", 55000, 9.0, 1.0, 2),
+        ("cowd", "f12k", 80000, 8.0, 1.0, 3), ("lighttpd", "f12k", 80000, 10.0, 1.0, 3),
+        ("nginx", "f12k", 40000, 10.0, 1.0, 1),        # one round only: no pairs to show
+    ])
+    # efficiency per round 1.39, 0.91, 1.25; throughput 1.11, 0.91, 1.00
+    check("| b: f12k | lighttpd | 1.25 (0.91–1.39) | 2 of 3 | 1.00 (0.91–1.11) | 2 of 3 |" in md,
+          "lighttpd row in %r" % md)
+    check("| b: f12k | nginx |" not in md, "a peer with one round is listed: %r" % md)
+    tbl = md.index("## Round by round")
+    check(md.index("## Targets") < tbl, "round table before the targets table: %r" % md)
