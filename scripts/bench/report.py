@@ -261,9 +261,10 @@ def targets_table(headline):
 
 
 # Round by round: each round of b-f runs every server once, back to back
-# (order rotated), so cowd / peer within one round cancels most of the
-# machine's drift between rounds.  Informational: the targets table above
-# judges the medians over all runs, as the issue asks.
+# (order rotated), so cowd / peer within one round compares runs made
+# about a minute apart, not the best of each server's runs wherever they
+# fell.  Informational: the targets table above judges the medians over
+# all runs, as the issue asks.
 def paired_rounds(rows):
     """-> dict (workload, label) -> peer -> {'eff': [...], 'thr': [...]}:
     cowd / peer per round (rep) in which both served replies."""
@@ -306,8 +307,8 @@ def rounds_table(paired, headline):
         return []
     return ["## Round by round: cowd / each peer", "",
             "Each round runs every server once, back to back (order rotated), so the "
-            "ratio within a round is little affected by the machine's drift between "
-            "rounds. Median over the rounds (lowest–highest), and the rounds in which "
+            "ratio within a round compares runs made about a minute apart; the spread "
+            "left is the machine's noise within a round. Median over the rounds (lowest–highest), and the rounds in which "
             f"cowd met the target against that peer (efficiency >= {TARGET_EFFICIENCY:.2f}, "
             f"throughput >= {TARGET_THROUGHPUT:.2f}). For reading the targets table, "
             "not a second verdict: a miss with cowd ahead in most rounds is noise, one "
