@@ -270,10 +270,11 @@ def paired_rounds(rows):
     cowd / peer per round (rep) in which both served replies."""
     by = {}
     for r in rows:
-        replies, cpu, dur = fnum(r["replies"], 0), fnum(r["cpu_s"], 0), fnum(r["duration_s"], 0)
-        if replies > 0 and cpu > 0 and dur > 0:
+        # the same per-run figures summarize_runs takes medians of
+        replies, cpu, rps = fnum(r["replies"], 0), fnum(r["cpu_s"], 0), fnum(r["rps"], 0)
+        if replies > 0 and cpu > 0 and rps > 0 and fnum(r["duration_s"], 0) > 0:
             by.setdefault((r["workload"], r["label"]), {}).setdefault(
-                r["server"], {})[r["rep"]] = (replies / dur, replies / cpu)
+                r["server"], {})[r["rep"]] = (rps, replies / cpu)
     out = {}
     for key, per in by.items():
         cowd = per.get("cowd")

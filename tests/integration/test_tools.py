@@ -134,4 +134,4 @@ def _(srv):
           "lighttpd row in %r" % md)
     check("| b: f12k | nginx |" not in md, "a peer with one round is listed: %r" % md)
     tbl = md.index("## Round by round")
-    check(md.index("## Targets") < tbl, "round table before the targets table: %r" % md)
+    check(md.index("## Targets") < tbl, "round table after the targets table: %r" % md)
