@@ -19,6 +19,11 @@ import os
 import statistics
 import sys
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT,  # noqa: E402
+                     best_peer, check_row, ratio)
+
 OUT = sys.argv[1]
 ORDER = (sys.argv[2].split(",") if len(sys.argv) > 2 else
          ["cowd", "nginx", "lighttpd", "h2o"])
@@ -33,7 +38,6 @@ WL_TITLES = {
     "e": "(e) 12.5 KB keep-alive while idle keep-alive connections are held open",
     "f": "(f) refused requests: HTTP/1.1 without Host, each answered 400 and closed (wrk)",
 }
-PEER_EXCLUDE = ("cowd", "cowd+log")
 STARVED_PCT = 60  # closed-loop server below this CPU share: throughput suspect
 
 
@@ -50,12 +54,6 @@ def fmt(x, digits=0):
     if digits == 0:
         return f"{x:,.0f}"
     return f"{x:,.{digits}f}"
-
-
-def ratio(a, b):
-    if a is None or not b:
-        return "–"
-    return f"{a / b:.2f}"
 
 
 def server_rank(s):
@@ -179,14 +177,6 @@ def summarize_sweep(rows):
     return out
 
 
-def best_peer(per_server, key):
-    peers = [(s, m.get(key)) for s, m in per_server.items()
-             if s not in PEER_EXCLUDE and m.get(key)]
-    if not peers:
-        return None, None
-    return max(peers, key=lambda p: p[1])
-
-
 def ratio_line(per_server):
     c = per_server.get("cowd")
     bs, bv = best_peer(per_server, "rps")
@@ -198,15 +188,7 @@ def ratio_line(per_server):
             f"replies per server-CPU-second **{ratio(c.get('per_cpu_s'), ev)}** (best: {es})")
 
 
-# The targets, checked row by row: cowd >= 1.10 x the best peer in
-# replies per server-CPU-second, throughput no lower than the best peer's
-# (required where the client is the limit; checked on every row, which is
-# stricter), and a p99 no worse than the lowest of the peers that served
-# replies (httperf, workload a, reports none).
-TARGET_EFFICIENCY = 1.10
-TARGET_THROUGHPUT = 1.00
-
-
+# The targets, checked row by row with targets.check_row.
 def targets_table(headline):
     rows = ["## Targets", "",
             f"Efficiency >= {TARGET_EFFICIENCY:.2f} x the best peer, throughput >= "
@@ -233,20 +215,15 @@ def targets_table(headline):
 
     for wl, label, per in headline:
         c = per.get("cowd", {})
-        es, ev = best_peer(per, "per_cpu_s")
-        bs, bv = best_peer(per, "rps")
-        eff, thr = ratio(c.get("per_cpu_s"), ev), ratio(c.get("rps"), bv)
-        eff_ok = None if eff == "–" else float(eff) >= TARGET_EFFICIENCY
-        thr_ok = None if thr == "–" else float(thr) >= TARGET_THROUGHPUT
+        verdict = check_row(per)
+        eff_ok, (eff, es, _) = verdict["efficiency"]
+        thr_ok, (thr, bs, _) = verdict["throughput"]
         eff_text = cell(eff_ok, eff, es, "per_cpu_s", 0)
         thr_text = cell(thr_ok, thr, bs, "rps", 0)
-        peer_p99 = [(m["lat_p99"], s) for s, m in per.items()
-                    if s not in PEER_EXCLUDE and m.get("rps") and m.get("lat_p99") is not None]
-        p99_ok, p99_text = None, "–"
-        if c.get("lat_p99") is not None and peer_p99:
-            best_p99, ps = min(peer_p99)
-            p99_ok = c["lat_p99"] <= best_p99
-            p99_text = cell(p99_ok, f"{c['lat_p99']:.2f} vs {best_p99:.2f} ({ps})",
+        p99_ok, p99_text = verdict["p99"][0], "–"
+        if p99_ok is not None:
+            cowd_p99, best_p99, ps = verdict["p99"][1]
+            p99_text = cell(p99_ok, f"{cowd_p99:.2f} vs {best_p99:.2f} ({ps})",
                             ps, "lat_p99", 2)
         for name, ok in (("efficiency", eff_ok), ("throughput", thr_ok), ("p99", p99_ok)):
             if ok is False:

@@ -106,6 +106,18 @@ def _(srv):
     check("Every target met in this run." in md, "verdict in %r" % md)
 
 
+@test("bench report: a ratio just under its target is a miss, printed so it shows")
+def _(srv):
+    md = bench_report([
+        # efficiency 998,000 / 9.098 / 100,000 = 1.097 and throughput 0.998: two decimals
+        # would print both as the target itself
+        ("cowd", "f2k", 99800, 9.098, 0.5), ("nginx", "f2k", 100000, 10.0, 0.6),
+    ])
+    check("| b: f2k | ✗ 1.097 | ✗ 0.998 | ✓ 0.50 vs 0.60 (nginx) |" in md, "f2k row in %r" % md)
+    check("Missed in this run: b (f2k): efficiency; b (f2k): throughput." in md,
+          "verdict in %r" % md)
+
+
 @test("bench report: a missed target shows both servers' run-to-run ranges")
 def _(srv):
     md = bench_report([
@@ -135,3 +147,56 @@ def _(srv):
     check("| b: f12k | nginx |" not in md, "a peer with one round is listed: %r" % md)
     tbl = md.index("## Round by round")
     check(md.index("## Targets") < tbl, "round table after the targets table: %r" % md)
+
+
+def across_runs(runs):
+    """Runs scripts/bench/across_runs.py on run directories made from runs,
+    a list of summary rows (server, label, replies/s, replies per CPU-s,
+    p99 ms) per run, or None for a directory without a summary.csv;
+    returns (exit status, stdout, stderr)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as top:
+        dirs = []
+        for i, rows in enumerate(runs):
+            d = os.path.join(top, "run%d" % i)
+            os.mkdir(d)
+            dirs.append(d)
+            if rows is None:
+                continue
+            with open(os.path.join(d, "summary.csv"), "w") as f:
+                f.write("workload,label,server,rps,errors,lat_avg_ms,lat_p99_ms,"
+                        "cpu_s_per_1k,replies_per_cpu_s,note\n")
+                for server, label, rps, per_cpu_s, p99 in rows:
+                    wl = "a" if label == "f12k-sweep" else "b"
+                    f.write("%s,%s,%s,%s,0,1.0,%s,,%s,\n"
+                            % (wl, label, server, rps, "" if p99 is None else p99, per_cpu_s))
+        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "across_runs.py")]
+                           + dirs, capture_output=True, timeout=30)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+@test("bench across runs: counts the runs meeting each target, by the report's rule")
+def _(srv):
+    rc, out, err = across_runs([
+        # every target met; cowd+log is never a peer
+        [("cowd", "f2k", 110000, 125000, 0.5), ("nginx", "f2k", 100000, 100000, 0.6),
+         ("cowd+log", "f2k", 200000, 200000, 0.1),
+         ("cowd", "f12k-sweep", 30000, 33000, None), ("h2o", "f12k-sweep", 29000, 30000, None)],
+        # every target missed
+        [("cowd", "f2k", 90000, 105000, 0.7), ("nginx", "f2k", 100000, 100000, 0.6),
+         ("cowd", "f12k-sweep", 27000, 31000, None), ("h2o", "f12k-sweep", 30000, 30000, None)],
+        None,
+    ])
+    eq(rc, 0, "exit status: %s" % err)
+    check("run2: no summary.csv, skipped" in err, "skip message in %r" % err)
+    check("# The targets across 2 runs" in out, "heading in %r" % out)
+    check("| b: f2k | efficiency | 1 of 2 | 1.15 | 1.05–1.25 |" in out, "efficiency row in %r" % out)
+    check("| b: f2k | throughput | 1 of 2 | 1.00 | 0.90–1.10 |" in out, "throughput row in %r" % out)
+    check("| b: f2k | p99 | 1 of 2 | 1.00 | 0.83–1.17 |" in out, "p99 row in %r" % out)
+    check("| a: f12k-sweep | throughput | 1 of 2 | 0.97 | 0.90–1.03 |" in out, "a row in %r" % out)
+    check("| a: f12k-sweep | p99 |" not in out, "a has no p99: %r" % out)
+    check(out.index("| a: f12k-sweep | efficiency") < out.index("| b: f2k | efficiency"),
+          "row order in %r" % out)
+    check("Runs meeting every target: 1 of 2." in out, "verdict in %r" % out)
+    rc, out, err = across_runs([None])
+    eq(rc, 2, "exit status with no usable run: %s" % err)

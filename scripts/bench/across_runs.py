@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""across_runs.py RUN_DIR... -- how often each target was met over many full
+runs of the suite, from each run's summary.csv.
+
+One run decides nothing on a shared 2-core machine: the same binary an hour
+apart has met every target but one and missed seven (runs 28 and 29).  This
+prints, per workload row and target, in how many of the given runs cowd met
+it and the median ratio with its lowest-highest, judged by the same rule as
+each run's own report (targets.check_row).  A target met in most runs with
+a median ratio above the line is noise when it misses; one met in few runs
+is a real gap.  Run directories without a summary.csv are skipped with a
+message.
+"""
+import csv
+import os
+import statistics
+import sys
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from targets import TARGET_EFFICIENCY, TARGET_THROUGHPUT, check_row  # noqa: E402
+
+LABEL_ORDER = ["f12k-sweep", "f2k", "f12k", "f64k", "f2k-close", "mix", "f12k+idle",
+               "no-host-400"]
+
+
+def fnum(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_run(run_dir):
+    """-> dict (workload, label) -> server -> metrics, as report.py had them."""
+    rows = {}
+    with open(os.path.join(run_dir, "summary.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault((r["workload"], r["label"]), {})[r["server"]] = {
+                "rps": fnum(r["rps"]),
+                "per_cpu_s": fnum(r["replies_per_cpu_s"]),
+                "lat_p99": fnum(r["lat_p99_ms"]),
+            }
+    return rows
+
+
+def row_rank(key):
+    wl, label = key
+    return (wl, LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER), label)
+
+
+def main(run_dirs):
+    runs = []
+    for d in run_dirs:
+        if not os.path.exists(os.path.join(d, "summary.csv")):
+            print(f"across_runs: {d}: no summary.csv, skipped", file=sys.stderr)
+            continue
+        runs.append((d, read_run(d)))
+    if not runs:
+        print("across_runs: no run directory with a summary.csv given", file=sys.stderr)
+        return 2
+
+    # (row, target) -> list of (ok, ratio) over the runs that measured it
+    seen = {}
+    all_met = 0
+    for _, rows in runs:
+        missed = False
+        for key, per in rows.items():
+            if "cowd" not in per:
+                continue
+            verdict = check_row(per)
+            for target, (ok, details) in verdict.items():
+                if ok is None:
+                    continue
+                if target == "p99":
+                    cowd_p99, best_p99, _ = details
+                    value = cowd_p99 / best_p99 if best_p99 else None
+                else:
+                    value = details[2]
+                seen.setdefault((key, target), []).append((ok, value))
+                missed = missed or not ok
+        all_met += not missed
+
+    print(f"# The targets across {len(runs)} runs\n")
+    print("Runs: " + ", ".join(d.rstrip("/") for d, _ in runs) + ".\n")
+    print(f"Targets as in each run's report: efficiency >= {TARGET_EFFICIENCY:.2f} x the best "
+          f"peer, throughput >= {TARGET_THROUGHPUT:.2f} x, p99 no higher than the lowest "
+          "peer p99 (shown as cowd / that p99, so <= 1.00 meets it).\n")
+    print("| workload | target | runs met | median ratio | lowest–highest |")
+    print("|---|---|---:|---:|---:|")
+    order = {"efficiency": 0, "throughput": 1, "p99": 2}
+    for (key, target) in sorted(seen, key=lambda k: (row_rank(k[0]), order[k[1]])):
+        results = seen[(key, target)]
+        values = [v for _, v in results if v is not None]
+        met = sum(ok for ok, _ in results)
+        print(f"| {key[0]}: {key[1]} | {target} | {met} of {len(results)} | "
+              f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} |")
+    print("")
+    print(f"Runs meeting every target: {all_met} of {len(runs)}.")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if len(sys.argv) > 1 else 2)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,63 @@
+"""targets.py -- the issue's targets, one rule shared by report.py (one run)
+and across_runs.py (many runs), so the two can never judge differently.
+
+cowd >= 1.10 x the best peer in replies per server-CPU-second, throughput
+no lower than the best peer's (required where the client is the limit;
+checked on every row, which is stricter), and a p99 no worse than the
+lowest of the peers that served replies (httperf, workload a, reports
+none).  A ratio is printed to two decimals, or to as many more as it takes
+to show a miss that two would round up to the target (0.998 is not 1.00),
+so that every mark agrees with the number beside it.
+"""
+
+TARGET_EFFICIENCY = 1.10
+TARGET_THROUGHPUT = 1.00
+PEER_EXCLUDE = ("cowd", "cowd+log")
+
+
+def best_peer(per_server, key):
+    """-> (server, value) with the highest value of key among the peers."""
+    peers = [(s, m.get(key)) for s, m in per_server.items()
+             if s not in PEER_EXCLUDE and m.get(key)]
+    if not peers:
+        return None, None
+    return max(peers, key=lambda p: p[1])
+
+
+def ratio(a, b):
+    if a is None or not b:
+        return "–"
+    return f"{a / b:.2f}"
+
+
+def shown_ratio(value, target):
+    """value as printed beside a mark against target."""
+    digits = 2
+    while digits < 6 and value < target and float(f"{value:.{digits}f}") >= target:
+        digits += 1
+    return f"{value:.{digits}f}"
+
+
+def check_row(per):
+    """per: server -> metrics with per_cpu_s, rps and lat_p99 (any may be
+    missing).  -> dict target -> (ok or None if not measured, details):
+    'efficiency' and 'throughput' details are (ratio as shown, best peer,
+    ratio), 'p99' details are (cowd p99, lowest peer p99, that peer)."""
+    c = per.get("cowd", {})
+    out = {}
+    for name, key, target in (("efficiency", "per_cpu_s", TARGET_EFFICIENCY),
+                              ("throughput", "rps", TARGET_THROUGHPUT)):
+        peer, value = best_peer(per, key)
+        if c.get(key) is None or not value:
+            out[name] = (None, ("–", peer, None))
+            continue
+        r = c[key] / value
+        out[name] = (r >= target, (shown_ratio(r, target), peer, r))
+    peer_p99 = [(m["lat_p99"], s) for s, m in per.items()
+                if s not in PEER_EXCLUDE and m.get("rps") and m.get("lat_p99") is not None]
+    if c.get("lat_p99") is not None and peer_p99:
+        best_p99, peer = min(peer_p99)
+        out["p99"] = (c["lat_p99"] <= best_p99, (c["lat_p99"], best_p99, peer))
+    else:
+        out["p99"] = (None, None)
+    return out
