@@ -2,7 +2,7 @@
 """across_runs.py RUN_DIR... -- how often each target was met over many full
 runs of the suite, from each run's summary.csv.
 
-One run decides nothing on a shared 2-core machine: the same binary an hour
+One run decides little on a shared 2-core machine: the same binary 45 minutes
 apart has met every target but one and missed seven (runs 28 and 29).  This
 prints, per workload row and target, in how many of the given runs cowd met
 it and the median ratio with its lowest-highest, judged by the same rule as
