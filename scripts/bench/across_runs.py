@@ -66,17 +66,9 @@ def main(run_dirs):
     for _, rows in runs:
         missed = False
         for key, per in rows.items():
-            if "cowd" not in per:
-                continue
-            verdict = check_row(per)
-            for target, (ok, details) in verdict.items():
+            for target, (ok, value, _) in check_row(per).items():
                 if ok is None:
                     continue
-                if target == "p99":
-                    cowd_p99, best_p99, _ = details
-                    value = cowd_p99 / best_p99 if best_p99 else None
-                else:
-                    value = details[2]
                 seen.setdefault((key, target), []).append((ok, value))
                 missed = missed or not ok
         all_met += not missed

@@ -22,7 +22,7 @@ import sys
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT,  # noqa: E402
-                     best_peer, check_row, ratio)
+                     best_peer, check_row)
 
 OUT = sys.argv[1]
 ORDER = (sys.argv[2].split(",") if len(sys.argv) > 2 else
@@ -54,6 +54,12 @@ def fmt(x, digits=0):
     if digits == 0:
         return f"{x:,.0f}"
     return f"{x:,.{digits}f}"
+
+
+def ratio(a, b):
+    if a is None or not b:
+        return "–"
+    return f"{a / b:.2f}"
 
 
 def server_rank(s):
@@ -216,13 +222,14 @@ def targets_table(headline):
     for wl, label, per in headline:
         c = per.get("cowd", {})
         verdict = check_row(per)
-        eff_ok, (eff, es, _) = verdict["efficiency"]
-        thr_ok, (thr, bs, _) = verdict["throughput"]
+        eff_ok, _, (eff, es) = verdict["efficiency"]
+        thr_ok, _, (thr, bs) = verdict["throughput"]
         eff_text = cell(eff_ok, eff, es, "per_cpu_s", 0)
         thr_text = cell(thr_ok, thr, bs, "rps", 0)
-        p99_ok, p99_text = verdict["p99"][0], "–"
+        p99_ok, _, p99_details = verdict["p99"]
+        p99_text = "–"
         if p99_ok is not None:
-            cowd_p99, best_p99, ps = verdict["p99"][1]
+            cowd_p99, best_p99, ps = p99_details
             p99_text = cell(p99_ok, f"{cowd_p99:.2f} vs {best_p99:.2f} ({ps})",
                             ps, "lat_p99", 2)
         for name, ok in (("efficiency", eff_ok), ("throughput", thr_ok), ("p99", p99_ok)):

@@ -24,12 +24,6 @@ def best_peer(per_server, key):
     return max(peers, key=lambda p: p[1])
 
 
-def ratio(a, b):
-    if a is None or not b:
-        return "–"
-    return f"{a / b:.2f}"
-
-
 def shown_ratio(value, target):
     """value as printed beside a mark against target."""
     digits = 2
@@ -40,24 +34,26 @@ def shown_ratio(value, target):
 
 def check_row(per):
     """per: server -> metrics with per_cpu_s, rps and lat_p99 (any may be
-    missing).  -> dict target -> (ok or None if not measured, details):
-    'efficiency' and 'throughput' details are (ratio as shown, best peer,
-    ratio), 'p99' details are (cowd p99, lowest peer p99, that peer)."""
+    missing).  -> dict target -> (ok, ratio, details), ok and ratio None if
+    not measured; the p99 ratio is cowd's p99 over the lowest peer's.
+    'efficiency' and 'throughput' details are (ratio as shown, best peer),
+    'p99' details are (cowd p99, lowest peer p99, that peer)."""
     c = per.get("cowd", {})
     out = {}
     for name, key, target in (("efficiency", "per_cpu_s", TARGET_EFFICIENCY),
                               ("throughput", "rps", TARGET_THROUGHPUT)):
         peer, value = best_peer(per, key)
         if c.get(key) is None or not value:
-            out[name] = (None, ("–", peer, None))
+            out[name] = (None, None, ("–", peer))
             continue
         r = c[key] / value
-        out[name] = (r >= target, (shown_ratio(r, target), peer, r))
+        out[name] = (r >= target, r, (shown_ratio(r, target), peer))
     peer_p99 = [(m["lat_p99"], s) for s, m in per.items()
                 if s not in PEER_EXCLUDE and m.get("rps") and m.get("lat_p99") is not None]
     if c.get("lat_p99") is not None and peer_p99:
         best_p99, peer = min(peer_p99)
-        out["p99"] = (c["lat_p99"] <= best_p99, (c["lat_p99"], best_p99, peer))
+        out["p99"] = (c["lat_p99"] <= best_p99, c["lat_p99"] / best_p99 if best_p99 else None,
+                      (c["lat_p99"], best_p99, peer))
     else:
-        out["p99"] = (None, None)
+        out["p99"] = (None, None, None)
     return out
