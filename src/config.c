@@ -42,8 +42,8 @@ static void config_defaults(void)
     cfg.cache_entries = 4096;
     cfg.cache_validate = 1;
     cfg.sendfile_min = 32 * 1024;         /* measured crossover: scripts/bench-sendfile */
-    cfg.sendfile_chunk = 512 * 1024;      /* best mix throughput measured (README) */
-    cfg.notsent_lowat = 32 * 1024;        /* mix p99 and efficiency measured (README) */
+    cfg.sendfile_chunk = 512 * 1024;      /* best mix throughput measured (docs/bench/HISTORY.md) */
+    cfg.notsent_lowat = 32 * 1024;        /* mix p99 and efficiency measured (docs/bench/HISTORY.md) */
     cfg.workers = 1;
     cfg.shutdown_timeout = 10;
     cfg.log_format = 1;                  /* combined */

@@ -172,7 +172,8 @@ workload_a() {
         # SWEEP_REPS runs per step; the step's row is the run with the median
         # replies/s.  Near saturation a run either keeps up or tips into the
         # client's fd_unavail collapse, and which one is luck as much as the
-        # server (README), so one run per step makes the peak a lottery.
+        # server (scripts/bench/README.md, workload a), so one run per step
+        # makes the peak a lottery.
         for ((rep = 1; rep <= SWEEP_REPS; rep++)); do
             n=${#live[@]}
             for ((i = 0; i < n; i++)); do
@@ -256,7 +257,8 @@ workload_b() {
 
 # (c) one connection per request on 2 KB: wrk sending "Connection: close",
 # so the server closes after each response and wrk reconnects (closed loop,
-# same client and connection count as b; see README for why not httperf).
+# same client and connection count as b; scripts/bench/README.md says why
+# not httperf).
 workload_c() {
     local server=$1
     [ -n "${REP_ONLY:-}" ] || settle_time_wait   # interleaved: once per round (run)
