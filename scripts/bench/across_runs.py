@@ -18,11 +18,7 @@ import sys
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from targets import TARGET_EFFICIENCY, TARGET_THROUGHPUT, check_row  # noqa: E402
-
-LABEL_ORDER = ["f12k-sweep", "f2k", "f12k", "f64k", "f2k-close", "mix", "f12k+idle",
-               "no-host-400"]
-
+from targets import TARGET_EFFICIENCY, TARGET_THROUGHPUT, check_row, row_rank  # noqa: E402
 
 def fnum(x):
     try:
@@ -42,11 +38,6 @@ def read_run(run_dir):
                 "lat_p99": fnum(r["lat_p99_ms"]),
             }
     return rows
-
-
-def row_rank(key):
-    wl, label = key
-    return (wl, LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER), label)
 
 
 def main(run_dirs):

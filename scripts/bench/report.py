@@ -22,7 +22,7 @@ import sys
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT,  # noqa: E402
-                     best_peer, check_row)
+                     best_peer, check_row, row_rank)
 
 OUT = sys.argv[1]
 ORDER = (sys.argv[2].split(",") if len(sys.argv) > 2 else
@@ -64,14 +64,6 @@ def ratio(a, b):
 
 def server_rank(s):
     return ORDER.index(s) if s in ORDER else len(ORDER)
-
-
-LABEL_ORDER = ["f2k", "f12k", "f64k", "f2k-close", "mix", "f12k+idle"]
-
-
-def label_rank(key):
-    label = key[1]
-    return (LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER), label)
 
 
 def read_csv(name):
@@ -419,7 +411,7 @@ def main():
         if not labels:
             continue
         md += [f"## {WL_TITLES[wl]}", ""]
-        for key in sorted(labels, key=label_rank):
+        for key in sorted(labels, key=row_rank):
             per = runs[key]
             label = key[1]
             if label == "-":  # start_for() records a failed start this way

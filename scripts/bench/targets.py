@@ -1,5 +1,6 @@
-"""targets.py -- the issue's targets, one rule shared by report.py (one run)
-and across_runs.py (many runs), so the two can never judge differently.
+"""targets.py -- the issue's targets and the workload rows they are judged
+on: one rule and one row order shared by report.py (one run) and
+across_runs.py (many runs), so the two can never judge or list differently.
 
 cowd >= 1.10 x the best peer in replies per server-CPU-second, throughput
 no lower than the best peer's (required where the client is the limit;
@@ -13,6 +14,16 @@ so that every mark agrees with the number beside it.
 TARGET_EFFICIENCY = 1.10
 TARGET_THROUGHPUT = 1.00
 PEER_EXCLUDE = ("cowd", "cowd+log")
+
+# Rows are listed by workload, then in this order of their labels.
+ROW_LABELS = ["f12k-sweep", "f2k", "f12k", "f64k", "f2k-close", "mix", "f12k+idle",
+              "no-host-400"]
+
+
+def row_rank(key):
+    """(workload, label) -> sort key; labels not listed come last, by name."""
+    wl, label = key
+    return (wl, ROW_LABELS.index(label) if label in ROW_LABELS else len(ROW_LABELS), label)
 
 
 def best_peer(per_server, key):
