@@ -10,6 +10,14 @@ each run's own report (targets.check_row).  A target met in most runs with
 a median ratio above the line is noise when it misses; one met in few runs
 is a real gap.  Run directories without a summary.csv are skipped with a
 message.
+
+A second table splits the throughput target by peer: cowd against each
+peer alone, in how many runs it was at least level, its median ratio, and
+in how many runs that peer was the best one.  Where the client is the
+limit, servers that cost the client the same come out level on average,
+and a run's best peer is the luckiest of three noisy medians; a row that
+misses against the best peer but is level against each peer alone is that
+selection, and one behind a single peer in most runs is a real gap.
 """
 import csv
 import os
@@ -18,7 +26,8 @@ import sys
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from targets import TARGET_EFFICIENCY, TARGET_THROUGHPUT, check_row, row_rank  # noqa: E402
+from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT, best_peer,  # noqa: E402
+                     check_row, row_rank)
 
 def fnum(x):
     try:
@@ -80,6 +89,35 @@ def main(run_dirs):
               f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} |")
     print("")
     print(f"Runs meeting every target: {all_met} of {len(runs)}.")
+
+    # row -> peer -> [cowd / peer throughput per run], and how often each peer was best
+    against = {}
+    best_count = {}
+    for _, rows in runs:
+        for key, per in rows.items():
+            c = per.get("cowd", {}).get("rps")
+            if not c:
+                continue
+            best, _ = best_peer(per, "rps")
+            if best is not None:
+                best_count.setdefault(key, {}).setdefault(best, 0)
+                best_count[key][best] += 1
+            for peer, m in per.items():
+                if peer not in PEER_EXCLUDE and m.get("rps"):
+                    against.setdefault(key, {}).setdefault(peer, []).append(c / m["rps"])
+    print("")
+    print("## Throughput against each peer alone\n")
+    print(f"cowd / that peer's replies/s in each run that measured both; level = at least "
+          f"{TARGET_THROUGHPUT:.2f}; best = the runs in which that peer was the best peer.\n")
+    print("| workload | peer | runs level | median ratio | lowest–highest | best |")
+    print("|---|---|---:|---:|---:|---:|")
+    for key in sorted(against, key=row_rank):
+        for peer in sorted(against[key]):
+            values = against[key][peer]
+            level = sum(v >= TARGET_THROUGHPUT for v in values)
+            print(f"| {key[0]}: {key[1]} | {peer} | {level} of {len(values)} | "
+                  f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} | "
+                  f"{best_count.get(key, {}).get(peer, 0)} |")
     return 0
 
 

@@ -200,3 +200,19 @@ def _(srv):
     check("Runs meeting every target: 1 of 2." in out, "verdict in %r" % out)
     rc, out, err = across_runs([None])
     eq(rc, 2, "exit status with no usable run: %s" % err)
+
+
+@test("bench across runs: throughput against each peer alone, and which peer was best")
+def _(srv):
+    rc, out, err = across_runs([
+        [("cowd", "f2k", 100000, 100000, 0.5), ("nginx", "f2k", 90000, 90000, 0.6),
+         ("lighttpd", "f2k", 105000, 90000, 0.6), ("cowd+log", "f2k", 200000, 200000, 0.1)],
+        [("cowd", "f2k", 100000, 100000, 0.5), ("nginx", "f2k", 110000, 90000, 0.6),
+         ("lighttpd", "f2k", 80000, 90000, 0.6)],
+    ])
+    eq(rc, 0, "exit status: %s" % err)
+    check("## Throughput against each peer alone" in out, "heading in %r" % out)
+    # lighttpd: 0.95 and 1.25, best in run 0; nginx: 1.11 and 0.91, best in run 1
+    check("| b: f2k | lighttpd | 1 of 2 | 1.10 | 0.95–1.25 | 1 |" in out, "lighttpd row in %r" % out)
+    check("| b: f2k | nginx | 1 of 2 | 1.01 | 0.91–1.11 | 1 |" in out, "nginx row in %r" % out)
+    check("| b: f2k | cowd+log |" not in out, "cowd+log listed as a peer: %r" % out)
