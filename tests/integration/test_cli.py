@@ -1,11 +1,16 @@
 """The command line: --help, --version, bad flags and values (one clear
 line, non-zero exit), IPv4 and IPv6 listen addresses, several listeners."""
+import os
+import platform
+import re
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
-from cowdtest import (COWD, OPTIONAL_FLAGS, Server, TestFailure, TestSkip, build_has, check, eq,
-                      free_port, test)
+from cowdtest import (COWD, OPTIONAL_FLAGS, SRCDIR, Server, TestFailure, TestSkip, build_has, check,
+                      eq, free_port, test)
 
 
 def run_cowd(*args):
@@ -75,6 +80,28 @@ def _(srv):
               "%s: message names the flag and says why: %r" % (flag, lines[0]))
         with socket.socket() as s:
             check(s.connect_ex(("127.0.0.1", port)) != 0, "%s: nothing listens on the port" % flag)
+
+
+@test("cli: the minimal build is the size the README gives (stripped, gcc, x86-64)")
+def _(srv):
+    if any(build_has(f) for f in OPTIONAL_FLAGS):
+        raise TestSkip("not an --enable-minimal build")
+    if platform.machine() != "x86_64" or shutil.which("strip") is None:
+        raise TestSkip("the README's figure is for x86-64, stripped with strip(1)")
+    with open(COWD, "rb") as f:
+        image = f.read()
+    if b"libasan" in image or b"clang version" in image:
+        raise TestSkip("a sanitizer or clang build; the README's figure is gcc's plain build")
+    with open(os.path.join(SRCDIR, "README"), encoding="utf-8") as f:
+        m = re.search(r"`--enable-minimal` builds a (\d+) KB \(stripped", f.read())
+    check(m is not None, "README states the minimal build's size")
+    stated = int(m.group(1)) * 1000
+    with tempfile.TemporaryDirectory() as d:
+        stripped = os.path.join(d, "cowd")
+        subprocess.run(["strip", "-o", stripped, COWD], check=True, timeout=30)
+        size = os.path.getsize(stripped)
+    check(0.9 * stated <= size <= 1.1 * stated,
+          "stripped minimal cowd is %d bytes; the README says %d KB" % (size, stated // 1000))
 
 
 @test("cli: a bad flag or value prints one line naming it and exits non-zero")
