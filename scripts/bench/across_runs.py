@@ -21,6 +21,7 @@ selection, and one behind a single peer in most runs is a real gap.
 """
 import csv
 import os
+from collections import Counter, defaultdict
 import statistics
 import sys
 
@@ -91,20 +92,17 @@ def main(run_dirs):
     print(f"Runs meeting every target: {all_met} of {len(runs)}.")
 
     # row -> peer -> [cowd / peer throughput per run], and how often each peer was best
-    against = {}
-    best_count = {}
+    against = defaultdict(lambda: defaultdict(list))
+    best_count = defaultdict(Counter)
     for _, rows in runs:
         for key, per in rows.items():
             c = per.get("cowd", {}).get("rps")
             if not c:
                 continue
-            best, _ = best_peer(per, "rps")
-            if best is not None:
-                best_count.setdefault(key, {}).setdefault(best, 0)
-                best_count[key][best] += 1
+            best_count[key][best_peer(per, "rps")[0]] += 1
             for peer, m in per.items():
                 if peer not in PEER_EXCLUDE and m.get("rps"):
-                    against.setdefault(key, {}).setdefault(peer, []).append(c / m["rps"])
+                    against[key][peer].append(c / m["rps"])
     print("")
     print("## Throughput against each peer alone\n")
     print(f"cowd / that peer's replies/s in each run that measured both; level = at least "
@@ -117,7 +115,7 @@ def main(run_dirs):
             level = sum(v >= TARGET_THROUGHPUT for v in values)
             print(f"| {key[0]}: {key[1]} | {peer} | {level} of {len(values)} | "
                   f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} | "
-                  f"{best_count.get(key, {}).get(peer, 0)} |")
+                  f"{best_count[key][peer]} |")
     return 0
 
 
