@@ -216,3 +216,48 @@ def _(srv):
     check("| b: f2k | lighttpd | 1 of 2 | 1.10 | 0.95–1.25 | 1 |" in out, "lighttpd row in %r" % out)
     check("| b: f2k | nginx | 1 of 2 | 1.01 | 0.91–1.11 | 1 |" in out, "nginx row in %r" % out)
     check("| b: f2k | cowd+log |" not in out, "cowd+log listed as a peer: %r" % out)
+
+
+def readme_across_runs_table():
+    """The README's "last ten full runs" command and the table under it:
+    (argv with its globs expanded as a shell would, [(runs met, median,
+    range), ...] in row order, the README's "(N of M)" count of runs that
+    met every target)."""
+    import glob
+    import shlex
+    with open(os.path.join(SRCDIR, "README"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    at = [i for i, l in enumerate(lines) if l.startswith("    scripts/bench/across_runs.py ")]
+    eq(len(at), 1, "README lines giving the across-runs command")
+    argv = []
+    for word in shlex.split(lines[at[0]].strip()):
+        hits = sorted(glob.glob(word, root_dir=SRCDIR)) if any(c in word for c in "*?[") else [word]
+        check(hits, "README's %r matches no run directory" % word)
+        argv += hits
+    rows, i = [], at[0] + 1
+    while i < len(lines) and not lines[i].startswith("|"):
+        i += 1
+    for l in lines[i + 2:]:
+        if not l.startswith("|"):
+            break
+        cells = [c.strip().strip("*") for c in l.strip("|").split("|")]
+        rows.append((cells[-3], cells[-2], cells[-1].replace("-", "–")))
+    m = re.search(r"met every target \((\d+ of \d+)\)", "\n".join(lines[i:]))
+    check(m is not None, "README gives how many runs met every target")
+    return argv, rows, m.group(1)
+
+
+@test("README: the across-runs table is what the command above it prints")
+def _(srv):
+    argv, readme_rows, readme_all = readme_across_runs_table()
+    p = subprocess.run(["python3"] + argv, cwd=SRCDIR, capture_output=True, timeout=60)
+    eq(p.returncode, 0, "exit status of %s: %s" % (" ".join(argv), p.stderr.decode()))
+    out = p.stdout.decode()
+    first = out[:out.index("## Throughput against each peer alone")]
+    tool_rows = [tuple(c.strip() for c in l.strip("|").split("|"))[-3:]
+                 for l in first.split("\n") if l.startswith("| ") and not l.startswith("| workload")]
+    eq(len(readme_rows), len(tool_rows), "rows in the README's table")
+    for n, (readme, tool) in enumerate(zip(readme_rows, tool_rows)):
+        eq(readme, tool, "row %d of the README's table (runs met, median, range)" % (n + 1))
+    m = re.search(r"Runs meeting every target: (\d+ of \d+)\.", out)
+    eq(readme_all, m.group(1), "runs meeting every target")
