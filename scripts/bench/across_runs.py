@@ -18,6 +18,11 @@ limit, servers that cost the client the same come out level on average,
 and a run's best peer is the luckiest of three noisy medians; a row that
 misses against the best peer but is level against each peer alone is that
 selection, and one behind a single peer in most runs is a real gap.
+
+A third table gives, for workload (a), the CoW paper's own measure: the
+highest offered rate each server served without errors with every lower
+step clean too (from sweep.csv's step medians; a clean step after the
+first errors is luck, not capacity), and whether cowd's was the highest.
 """
 import csv
 import os
@@ -48,6 +53,26 @@ def read_run(run_dir):
                 "lat_p99": fnum(r["lat_p99_ms"]),
             }
     return rows
+
+
+def first_clean_rate(run_dir):
+    """-> dict server -> highest sweep rate (conn/s) below its first step
+    with errors (None if the first step had errors); {} without sweep.csv."""
+    path = os.path.join(run_dir, "sweep.csv")
+    if not os.path.exists(path):
+        return {}
+    steps = defaultdict(list)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            steps[r["server"]].append((int(r["rate"]), int(r["errors"])))
+    out = {}
+    for server, rs in steps.items():
+        out[server] = None
+        for rate, errors in sorted(rs):
+            if errors > 0:
+                break
+            out[server] = rate
+    return out
 
 
 def main(run_dirs):
@@ -116,6 +141,34 @@ def main(run_dirs):
             print(f"| {key[0]}: {key[1]} | {peer} | {level} of {len(values)} | "
                   f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} | "
                   f"{best_count[key][peer]} |")
+
+    verdicts = Counter()
+    lines = []
+    for d, _ in runs:
+        rates = first_clean_rate(d)
+        if "cowd" not in rates:
+            continue
+        peers = {s: r for s, r in rates.items() if s not in PEER_EXCLUDE}
+        if not peers:
+            continue
+        best = max(peers.values(), key=lambda r: r or 0)
+        c = rates["cowd"] or 0
+        verdict = "highest" if c > (best or 0) else "tied" if c == (best or 0) else "behind"
+        verdicts[verdict] += 1
+        names = "/".join(sorted(s for s, r in peers.items() if r == best))
+        lines.append(f"| {d.rstrip('/')} | {rates['cowd'] or '–'} | {best or '–'} ({names}) | "
+                     f"{verdict} |")
+    if lines:
+        print("")
+        print("## (a): the highest rate served before the first errors\n")
+        print("Offered conn/s of the last step whose median run had no errors, every lower "
+              "step clean too (the CoW paper's measure).\n")
+        print("| run | cowd | best peer | cowd |")
+        print("|---|---:|---:|---|")
+        print("\n".join(lines))
+        print("")
+        print(f"cowd highest in {verdicts['highest']} of {len(lines)} runs, tied in "
+              f"{verdicts['tied']}, behind in {verdicts['behind']}.")
     return 0
 
 

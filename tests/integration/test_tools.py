@@ -218,6 +218,43 @@ def _(srv):
     check("| b: f2k | cowd+log |" not in out, "cowd+log listed as a peer: %r" % out)
 
 
+@test("bench across runs: (a)'s highest rate before the first errors, cowd against the best peer")
+def _(srv):
+    import tempfile
+    # per run: server -> [(rate, errors) per step]
+    runs = [
+        {"cowd": [(1000, 0), (2000, 0), (3000, 5)], "h2o": [(1000, 0), (2000, 7), (3000, 0)]},
+        {"cowd": [(1000, 0), (2000, 0)], "nginx": [(1000, 0), (2000, 0)], "cowd+log": [(1000, 0), (2000, 0)]},
+        {"cowd": [(1000, 3), (2000, 0)], "lighttpd": [(1000, 0), (2000, 9)]},
+    ]
+    with tempfile.TemporaryDirectory() as top:
+        dirs = []
+        for i, steps in enumerate(runs):
+            d = os.path.join(top, "run%d" % i)
+            os.mkdir(d)
+            dirs.append(d)
+            with open(os.path.join(d, "summary.csv"), "w") as f:
+                f.write("workload,label,server,rps,errors,lat_avg_ms,lat_p99_ms,"
+                        "cpu_s_per_1k,replies_per_cpu_s,note\n")
+                for server in steps:
+                    f.write("a,f12k-sweep,%s,1000,0,1.0,,,1000,\n" % server)
+            with open(os.path.join(d, "sweep.csv"), "w") as f:
+                f.write("server,rate,errors\n")
+                for server, rs in steps.items():
+                    for rate, errors in rs:
+                        f.write("%s,%d,%d\n" % (server, rate, errors))
+        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "across_runs.py")] + dirs,
+                           capture_output=True, timeout=30)
+    eq(p.returncode, 0, "exit status: %s" % p.stderr.decode())
+    out = p.stdout.decode()
+    check("## (a): the highest rate served before the first errors" in out, "heading in %r" % out)
+    # h2o's clean step at 3000 after errors at 2000 does not count
+    check("/run0 | 2000 | 1000 (h2o) | highest |" in out, "run0 row in %r" % out)
+    check("/run1 | 2000 | 2000 (nginx) | tied |" in out, "run1 row in %r" % out)
+    check("/run2 | – | 1000 (lighttpd) | behind |" in out, "run2 row in %r" % out)
+    check("cowd highest in 1 of 3 runs, tied in 1, behind in 1." in out, "count in %r" % out)
+
+
 def readme_across_runs_table():
     """The README's "last ten full runs" command and the table under it:
     (argv with its globs expanded as a shell would, [(runs met, median,
