@@ -151,11 +151,11 @@ def main(run_dirs):
         peers = {s: r for s, r in rates.items() if s not in PEER_EXCLUDE}
         if not peers:
             continue
-        best = max(peers.values(), key=lambda r: r or 0)
+        best = max(r or 0 for r in peers.values())
         c = rates["cowd"] or 0
-        verdict = "highest" if c > (best or 0) else "tied" if c == (best or 0) else "behind"
+        verdict = "highest" if c > best else "tied" if c == best else "behind"
         verdicts[verdict] += 1
-        names = "/".join(sorted(s for s, r in peers.items() if r == best))
+        names = "/".join(sorted(s for s, r in peers.items() if (r or 0) == best))
         lines.append(f"| {d.rstrip('/')} | {rates['cowd'] or '–'} | {best or '–'} ({names}) | "
                      f"{verdict} |")
     if lines:

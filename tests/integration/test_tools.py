@@ -149,11 +149,12 @@ def _(srv):
     check(md.index("## Targets") < tbl, "round table after the targets table: %r" % md)
 
 
-def across_runs(runs):
+def across_runs(runs, sweeps=None):
     """Runs scripts/bench/across_runs.py on run directories made from runs,
     a list of summary rows (server, label, replies/s, replies per CPU-s,
-    p99 ms) per run, or None for a directory without a summary.csv;
-    returns (exit status, stdout, stderr)."""
+    p99 ms) per run, or None for a directory without a summary.csv, and
+    from sweeps, if given, one dict per run of server -> [(rate, errors)
+    per sweep step] for its sweep.csv; returns (exit status, stdout, stderr)."""
     import tempfile
     with tempfile.TemporaryDirectory() as top:
         dirs = []
@@ -170,6 +171,12 @@ def across_runs(runs):
                     wl = "a" if label == "f12k-sweep" else "b"
                     f.write("%s,%s,%s,%s,0,1.0,%s,,%s,\n"
                             % (wl, label, server, rps, "" if p99 is None else p99, per_cpu_s))
+            if sweeps is not None:
+                with open(os.path.join(d, "sweep.csv"), "w") as f:
+                    f.write("server,rate,errors\n")
+                    for server, steps in sweeps[i].items():
+                        for rate, errors in steps:
+                            f.write("%s,%d,%d\n" % (server, rate, errors))
         p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "across_runs.py")]
                            + dirs, capture_output=True, timeout=30)
         return p.returncode, p.stdout.decode(), p.stderr.decode()
@@ -220,33 +227,15 @@ def _(srv):
 
 @test("bench across runs: (a)'s highest rate before the first errors, cowd against the best peer")
 def _(srv):
-    import tempfile
     # per run: server -> [(rate, errors) per step]
-    runs = [
+    sweeps = [
         {"cowd": [(1000, 0), (2000, 0), (3000, 5)], "h2o": [(1000, 0), (2000, 7), (3000, 0)]},
         {"cowd": [(1000, 0), (2000, 0)], "nginx": [(1000, 0), (2000, 0)], "cowd+log": [(1000, 0), (2000, 0)]},
         {"cowd": [(1000, 3), (2000, 0)], "lighttpd": [(1000, 0), (2000, 9)]},
     ]
-    with tempfile.TemporaryDirectory() as top:
-        dirs = []
-        for i, steps in enumerate(runs):
-            d = os.path.join(top, "run%d" % i)
-            os.mkdir(d)
-            dirs.append(d)
-            with open(os.path.join(d, "summary.csv"), "w") as f:
-                f.write("workload,label,server,rps,errors,lat_avg_ms,lat_p99_ms,"
-                        "cpu_s_per_1k,replies_per_cpu_s,note\n")
-                for server in steps:
-                    f.write("a,f12k-sweep,%s,1000,0,1.0,,,1000,\n" % server)
-            with open(os.path.join(d, "sweep.csv"), "w") as f:
-                f.write("server,rate,errors\n")
-                for server, rs in steps.items():
-                    for rate, errors in rs:
-                        f.write("%s,%d,%d\n" % (server, rate, errors))
-        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "across_runs.py")] + dirs,
-                           capture_output=True, timeout=30)
-    eq(p.returncode, 0, "exit status: %s" % p.stderr.decode())
-    out = p.stdout.decode()
+    rc, out, err = across_runs([[(server, "f12k-sweep", 1000, 1000, None) for server in steps]
+                                for steps in sweeps], sweeps)
+    eq(rc, 0, "exit status: %s" % err)
     check("## (a): the highest rate served before the first errors" in out, "heading in %r" % out)
     # h2o's clean step at 3000 after errors at 2000 does not count
     check("/run0 | 2000 | 1000 (h2o) | highest |" in out, "run0 row in %r" % out)
