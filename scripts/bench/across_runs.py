@@ -148,16 +148,16 @@ def main(run_dirs):
         rates = first_clean_rate(d)
         if "cowd" not in rates:
             continue
-        peers = {s: r for s, r in rates.items() if s not in PEER_EXCLUDE}
+        # errors at the first step counts as 0: below any clean rate
+        peers = {s: r or 0 for s, r in rates.items() if s not in PEER_EXCLUDE}
         if not peers:
             continue
-        best = max(r or 0 for r in peers.values())
+        best = max(peers.values())
         c = rates["cowd"] or 0
         verdict = "highest" if c > best else "tied" if c == best else "behind"
         verdicts[verdict] += 1
-        names = "/".join(sorted(s for s, r in peers.items() if (r or 0) == best))
-        lines.append(f"| {d.rstrip('/')} | {rates['cowd'] or '–'} | {best or '–'} ({names}) | "
-                     f"{verdict} |")
+        names = "/".join(sorted(s for s, r in peers.items() if r == best))
+        lines.append(f"| {d.rstrip('/')} | {c or '–'} | {best or '–'} ({names}) | {verdict} |")
     if lines:
         print("")
         print("## (a): the highest rate served before the first errors\n")
