@@ -19,6 +19,7 @@ void buff_attach(struct buff *b, int fd)
     b->fd = fd;
     b->len = 0;
     b->failed = 0;
+    b->file_shrank = 0;
     b->closing = 0;
     b->bytes_sent = 0;
     b->syscalls = 0;
@@ -121,6 +122,7 @@ int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
     b->syscalls++;
     if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout,
                         b->sendfile_chunk) < 0) {
+        b->file_shrank = errno == ENODATA;
         b->failed = 1;
         return -1;
     }

@@ -23,6 +23,7 @@ struct buff {
     uint64_t bytes_sent;        /* bytes handed to the kernel */
     unsigned syscalls;          /* write system calls issued (for tests) */
     int failed;                 /* sticky: a write failed; the connection is dead */
+    int file_shrank;            /* a file being sent ended early (with failed) */
     int closing;                /* the connection ends after these bytes: every send
                                  * says MSG_MORE, so the last segment waits for the
                                  * close (or shutdown) and leaves with the FIN */

@@ -53,38 +53,64 @@ static int etags_match(const struct etag_view *a, const struct etag_view *b, int
     return a->opaque_len == b->opaque_len && memcmp(a->opaque, b->opaque, a->opaque_len) == 0;
 }
 
-/* If-Match / If-None-Match = "*" / #entity-tag. A malformed list anywhere counts as "no match"
- * for the whole field: for If-Match that fails safe (412, nothing served against a validator
- * we could not read), for If-None-Match it just means a full 200. Empty list elements are
- * tolerated (RFC 9110 §5.6.1). "*" matches because cond_evaluate is only asked about an
- * existing representation. */
-static int etag_list_matches(const struct http_slice *field, const struct cond_resource *res, int weak_comparison)
+static int is_star(const struct http_slice *v)
 {
-    const char *s = field->p;
-    size_t n = field->len;
+    const char *s = v->p;
+    size_t n = v->len;
     while (n > 0 && is_ows(s[0])) { s++; n--; }
     while (n > 0 && is_ows(s[n - 1])) n--;
-    if (n == 1 && s[0] == '*')
-        return 1;
+    return n == 1 && s[0] == '*';
+}
 
-    struct etag_view mine;
-    int have_mine = resource_tag(res, &mine) == 0;
-    int matched = 0, elements = 0;
-    size_t pos = 0;
+/* One field line of #entity-tag: -1 if malformed, else 0 with its members counted into
+ * *elements and *matched set if one of them matches mine (NULL: the resource has no tag). */
+static int scan_etag_list(const struct http_slice *v, const struct etag_view *mine, int weak_comparison,
+                          int *elements, int *matched)
+{
+    const char *s = v->p;
+    size_t n = v->len, pos = 0;
     for (;;) {
         while (pos < n && (is_ows(s[pos]) || s[pos] == ','))
             pos++;
         if (pos >= n)
-            break;
+            return 0;
         struct etag_view theirs;
         if (parse_etag(s, n, &pos, &theirs) != 0)
-            return 0;
-        elements++;
-        if (have_mine && etags_match(&mine, &theirs, weak_comparison))
-            matched = 1;
+            return -1;
+        (*elements)++;
+        if (mine != NULL && etags_match(mine, &theirs, weak_comparison))
+            *matched = 1;
         while (pos < n && is_ows(s[pos]))
             pos++;
         if (pos < n && s[pos] != ',')
+            return -1;
+    }
+}
+
+/* If-Match / If-None-Match = "*" / #entity-tag. A malformed list anywhere counts as "no match"
+ * for the whole field: for If-Match that fails safe (412, nothing served against a validator
+ * we could not read), for If-None-Match it just means a full 200. Empty list elements are
+ * tolerated (RFC 9110 §5.6.1). "*" matches because cond_evaluate is only asked about an
+ * existing representation. A field on several lines is their comma-joined list (RFC 9110
+ * §5.3), in which a "*" is no longer alone: malformed. */
+static int etag_field_matches(const struct http_request *req, const struct http_slice *first,
+                              const char *name, int repeated, const struct cond_resource *res,
+                              int weak_comparison)
+{
+    struct etag_view mine;
+    const struct etag_view *have = resource_tag(res, &mine) == 0 ? &mine : NULL;
+    int matched = 0, elements = 0;
+    if (!repeated) {
+        if (is_star(first))
+            return 1;
+        if (scan_etag_list(first, have, weak_comparison, &elements, &matched) != 0)
+            return 0;
+        return elements > 0 && matched;
+    }
+    size_t cursor = 0;
+    struct http_slice line;
+    while (http_next_field(req, name, &cursor, &line)) {
+        if (is_star(&line) || scan_etag_list(&line, have, weak_comparison, &elements, &matched) != 0)
             return 0;
     }
     return elements > 0 && matched;
@@ -96,7 +122,8 @@ int cond_evaluate(const struct http_request *req, const struct cond_resource *re
     time_t since;
 
     if (req->if_match.p != NULL) {
-        if (!etag_list_matches(&req->if_match, res, 0))
+        if (!etag_field_matches(req, &req->if_match, "if-match", req->repeated & HTTP_REPEATED_IF_MATCH,
+                                res, 0))
             return 412;
     } else if (req->if_unmodified_since.p != NULL &&
                http_date_parse(req->if_unmodified_since.p, req->if_unmodified_since.len, &since) == 0 &&
@@ -105,13 +132,16 @@ int cond_evaluate(const struct http_request *req, const struct cond_resource *re
     }
 
     if (req->if_none_match.p != NULL) {
-        if (etag_list_matches(&req->if_none_match, res, 1))
+        if (etag_field_matches(req, &req->if_none_match, "if-none-match",
+                               req->repeated & HTTP_REPEATED_IF_NONE_MATCH, res, 1))
             return get_or_head ? 304 : 412;
     } else if (get_or_head && req->if_modified_since.p != NULL &&
                http_date_parse(req->if_modified_since.p, req->if_modified_since.len, &since) == 0 &&
-               res->mtime <= since) {
+               res->mtime <= since && since <= res->now) {
         /* RFC semantics (not modified since = mtime <= date), as Apache and lighttpd do; nginx's
-         * default "if_modified_since exact" would demand equality. */
+         * default "if_modified_since exact" would demand equality.  A date in the future was
+         * not one of ours (RFC 9110 §13.1.3 asks for a date the server sent), and trusting it
+         * would answer 304 to every change until then; Apache ignores it too. */
         return 304;
     }
     return 0;
@@ -121,6 +151,8 @@ int cond_if_range_ok(const struct http_request *req, const struct cond_resource 
 {
     if (req->if_range.p == NULL)
         return 1;
+    if (req->repeated & HTTP_REPEATED_IF_RANGE)
+        return 0;
     const char *s = req->if_range.p;
     size_t n = req->if_range.len;
     while (n > 0 && is_ows(s[0])) { s++; n--; }

@@ -10,17 +10,20 @@
 
 struct cond_resource {
     const char *etag; size_t etag_len; /* the strong ETag incl. quotes, e.g. "\"5f2a-3039\""; NULL if none */
-    time_t mtime;                      /* Last-Modified, whole seconds */
+    time_t mtime;                      /* Last-Modified, whole seconds, never after now */
+    time_t now;                        /* the response's Date */
 };
 
 /* Order per RFC 9110 §13.2.2: If-Match (→412 if no strong match; "*" matches), else If-Unmodified-Since
  * (→412 if modified after); If-None-Match (weak comparison; match → 304 for GET/HEAD, 412 for other
  * methods), else If-Modified-Since (GET/HEAD only; →304 if not modified since; ignored if invalid
- * date or If-None-Match present). Unparsable dates are ignored. Returns 0 to proceed, 304 or 412. */
+ * date, later than now, or If-None-Match present). Unparsable dates are ignored. An If-Match or
+ * If-None-Match sent on several lines is one list (HTTP_REPEATED_*). Returns 0 to proceed, 304 or 412. */
 int cond_evaluate(const struct http_request *req, const struct cond_resource *res);
 
 /* If-Range: true if the Range header should be honoured: If-Range absent, or strong ETag match, or
- * HTTP-date exactly equal to mtime. A weak etag in If-Range never matches; nor does anything unparsable. */
+ * HTTP-date exactly equal to mtime. A weak etag in If-Range never matches; nor does anything unparsable,
+ * nor an If-Range sent on several lines. */
 int cond_if_range_ok(const struct http_request *req, const struct cond_resource *res);
 
 #endif

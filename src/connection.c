@@ -254,11 +254,12 @@ static void answer_parse_error(struct conn *c, const struct http_request *req, i
     c->close_after = 1;
     c->linger = head_len == 0 || req->has_body;
     c->in_start += head_len;        /* what follows it, if anything, still asks for a linger */
-    const struct http_request *r = req->version_major == 1 ? req : NULL;
+    /* req as far as it was parsed: its method decides whether a body goes
+     * (none for HEAD, RFC 9110 §9.3.2), whatever else was wrong with it */
     if (status == 405)
-        response_error(c, r, status, "Allow", COWD_ALLOW);
+        response_error(c, req, status, "Allow", COWD_ALLOW);
     else
-        response_error(c, r, status, NULL, NULL);
+        response_error(c, req, status, NULL, NULL);
 }
 
 static void handle_request(struct conn *c, struct http_request *req)

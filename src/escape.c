@@ -1,5 +1,5 @@
-/* escape.c — owns escaping untrusted file names into HTML text and into URL paths for the
- * directory listing. No I/O, no malloc. */
+/* escape.c — owns escaping untrusted text into HTML and into URL paths and queries (the
+ * directory listing, redirects). No I/O, no malloc. */
 
 #include "escape.h"
 
@@ -54,6 +54,31 @@ size_t url_escape_path(const char *in, size_t len, char *out, size_t outcap)
         unsigned char c = (unsigned char)in[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
             c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+            append(out, outcap, &needed, &written, (const char *)&in[i], 1);
+        } else {
+            char enc[3] = { '%', hex[c >> 4], hex[c & 15] };
+            append(out, outcap, &needed, &written, enc, 3);
+        }
+    }
+    return finish(out, outcap, written, needed);
+}
+
+static int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+size_t url_escape_query(const char *in, size_t len, char *out, size_t outcap)
+{
+    /* query = *( pchar / "/" / "?" ); pchar = unreserved / pct-encoded / sub-delims / ":" / "@" */
+    static const char hex[] = "0123456789ABCDEF";
+    static const char keep[] = "-._~!$&'()*+,;=:@/?";
+    size_t needed = 0, written = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            (c != '\0' && strchr(keep, c) != NULL) ||
+            (c == '%' && i + 2 < len && is_hex((unsigned char)in[i + 1]) && is_hex((unsigned char)in[i + 2]))) {
             append(out, outcap, &needed, &written, (const char *)&in[i], 1);
         } else {
             char enc[3] = { '%', hex[c >> 4], hex[c & 15] };

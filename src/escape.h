@@ -1,4 +1,5 @@
-/* escape.h — escaping of file names for generated HTML (directory listings). Pure, no allocation. */
+/* escape.h — escaping of file names for generated HTML (directory listings) and of URL parts.
+ * Pure, no allocation. */
 #ifndef COWD_ESCAPE_H
 #define COWD_ESCAPE_H
 
@@ -13,5 +14,9 @@ size_t html_escape(const char *in, size_t len, char *out, size_t outcap);
 
 /* Percent-encodes every byte except RFC 3986 unreserved (ALPHA DIGIT - . _ ~) and '/'. */
 size_t url_escape_path(const char *in, size_t len, char *out, size_t outcap);
+
+/* Percent-encodes every byte an RFC 3986 query cannot hold as it is, keeping its pct-encodings
+ * ('%' and two hex digits), so that a client's query can be echoed in a Location header. */
+size_t url_escape_query(const char *in, size_t len, char *out, size_t outcap);
 
 #endif

@@ -203,7 +203,8 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     e->type = type;
     e->checked = now;
     e->etag_len = filecache_make_etag(e->etag, st);
-    http_date_format(st->st_mtim.tv_sec, e->last_modified);
+    e->last_modified_time = http_last_modified(st->st_mtim.tv_sec, now);
+    http_date_format(e->last_modified_time, e->last_modified);
 
     char hdr[512];
     int hl = snprintf(hdr, sizeof hdr,
@@ -258,6 +259,14 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     fc.bytes += e->mem;
     e->refs = 1;
     return e;
+}
+
+void filecache_forget(struct fc_entry *e)
+{
+    if (!e->dead) {
+        fc.stale++;
+        entry_drop(e);
+    }
 }
 
 void filecache_release(struct fc_entry *e)

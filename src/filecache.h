@@ -17,6 +17,7 @@ struct fc_entry {
     const char *type;           /* MIME type */
     char etag[64];
     size_t etag_len;
+    time_t last_modified_time;  /* mtime, or when cached if that was earlier (http_last_modified) */
     char last_modified[32];
     const char *headers;        /* Content-Type .. Accept-Ranges lines, CRLF each */
     size_t headers_len;
@@ -57,6 +58,10 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
                                const struct stat *st, const char *type, time_t now);
 
 void filecache_release(struct fc_entry *e);
+/* The file proved shorter than e says (changed within --cache-validate): drop
+ * e now, so that the next request opens the file afresh.  e stays the caller's
+ * until released. */
+void filecache_forget(struct fc_entry *e);
 void filecache_stats(struct filecache_stats *st);
 /* Builds the strong ETag for st into out (NUL-terminated), returns length. */
 size_t filecache_make_etag(char out[64], const struct stat *st);

@@ -22,4 +22,8 @@ int http_date_parse(const char *s, size_t len, time_t *out);
  * recent past year with those digits (RFC 9110 §5.6.7). */
 int http_date_parse_at(const char *s, size_t len, time_t now, time_t *out);
 
+/* The Last-Modified of a file modified at mtime, in a response dated now: a modification time
+ * in the future is replaced by now (RFC 9110 §8.8.2.1). */
+static inline time_t http_last_modified(time_t mtime, time_t now) { return mtime > now ? now : mtime; }
+
 #endif

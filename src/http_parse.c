@@ -303,6 +303,8 @@ struct header_state {
     int te_seen, te_chunked_seen, te_unknown_seen, te_malformed;
     int connection_close, connection_keep_alive;
     int expect_unsupported;
+    unsigned range_repeated, if_range_repeated, if_match_repeated, if_none_match_repeated,
+             ims_repeated, ius_repeated;
 };
 
 static int parse_content_length(const char *v, size_t n, uint64_t *out)
@@ -383,9 +385,18 @@ static void note_connection(const char *v, size_t n, struct header_state *hs)
 
 static void keep_first(struct http_slice *slot, const char *v, size_t n)
 {
-    /* Only the first occurrence counts, as nginx does for Range; later ones are ignored. */
+    /* Only the first occurrence counts (for logging): later ones are ignored. */
     if (slot->p == NULL)
         *slot = (struct http_slice){ v, n };
+}
+
+/* The first occurrence, with a note that there were more (see HTTP_REPEATED_* and finish_head). */
+static void keep_first_note_more(struct http_slice *slot, const char *v, size_t n, unsigned *more)
+{
+    if (slot->p == NULL)
+        *slot = (struct http_slice){ v, n };
+    else
+        *more = 1;
 }
 
 static int parse_header_line(const char *line, size_t n, struct http_request *req, struct header_state *hs)
@@ -446,21 +457,21 @@ static int parse_header_line(const char *line, size_t n, struct http_request *re
         break;
     case 'r':
         if (slice_equals_ci(name, name_len, "range"))
-            keep_first(&req->range, value, value_len);
+            keep_first_note_more(&req->range, value, value_len, &hs->range_repeated);
         else if (slice_equals_ci(name, name_len, "referer"))
             keep_first(&req->referer, value, value_len);
         break;
     case 'i':
         if (slice_equals_ci(name, name_len, "if-range"))
-            keep_first(&req->if_range, value, value_len);
+            keep_first_note_more(&req->if_range, value, value_len, &hs->if_range_repeated);
         else if (slice_equals_ci(name, name_len, "if-match"))
-            keep_first(&req->if_match, value, value_len);
+            keep_first_note_more(&req->if_match, value, value_len, &hs->if_match_repeated);
         else if (slice_equals_ci(name, name_len, "if-none-match"))
-            keep_first(&req->if_none_match, value, value_len);
+            keep_first_note_more(&req->if_none_match, value, value_len, &hs->if_none_match_repeated);
         else if (slice_equals_ci(name, name_len, "if-modified-since"))
-            keep_first(&req->if_modified_since, value, value_len);
+            keep_first_note_more(&req->if_modified_since, value, value_len, &hs->ims_repeated);
         else if (slice_equals_ci(name, name_len, "if-unmodified-since"))
-            keep_first(&req->if_unmodified_since, value, value_len);
+            keep_first_note_more(&req->if_unmodified_since, value, value_len, &hs->ius_repeated);
         break;
     case 'u':
         if (slice_equals_ci(name, name_len, "user-agent"))
@@ -502,6 +513,17 @@ static int finish_head(struct http_request *req, const struct header_state *hs)
         req->keep_alive = 0;
     else
         req->keep_alive = http11 || hs->connection_keep_alive;
+
+    /* Several lines of a single-valued field make one invalid value (http_parse.h). */
+    if (hs->ims_repeated)
+        req->if_modified_since = (struct http_slice){ NULL, 0 };
+    if (hs->ius_repeated)
+        req->if_unmodified_since = (struct http_slice){ NULL, 0 };
+    if (hs->range_repeated)
+        req->range = (struct http_slice){ NULL, 0 };
+    req->repeated = (hs->if_match_repeated ? HTTP_REPEATED_IF_MATCH : 0) |
+                    (hs->if_none_match_repeated ? HTTP_REPEATED_IF_NONE_MATCH : 0) |
+                    (hs->if_range_repeated ? HTTP_REPEATED_IF_RANGE : 0);
     return 0;
 }
 
@@ -538,19 +560,52 @@ static int find_line_end(const char *buf, size_t pos, size_t window, size_t cont
     return limited ? -2 : 0;
 }
 
+int http_next_field(const struct http_request *req, const char *name, size_t *cursor,
+                    struct http_slice *value)
+{
+    /* The head was validated when it was parsed: every line ends in LF or CRLF and
+     * has a colon, and the empty line ends it. */
+    const char *h = req->fields.p;
+    size_t n = req->fields.len, pos = *cursor, name_len = strlen(name);
+    while (h != NULL && pos < n) {
+        const char *lf = memchr(h + pos, '\n', n - pos);
+        size_t end = lf != NULL ? (size_t)(lf - h) : n;
+        size_t content_end = end > pos && h[end - 1] == '\r' ? end - 1 : end;
+        const char *line = h + pos;
+        size_t len = content_end - pos;
+        pos = lf != NULL ? end + 1 : n;
+        if (len == 0)
+            break;
+        if (len > name_len && line[name_len] == ':' && slice_equals_ci(line, name_len, name)) {
+            const char *v = line + name_len + 1;
+            size_t vlen = len - name_len - 1;
+            trim_ows(&v, &vlen);
+            *value = (struct http_slice){ v, vlen };
+            *cursor = pos;
+            return 1;
+        }
+    }
+    *cursor = n;
+    return 0;
+}
+
 /* The request-line is longer than max_request_line; line holds its first n bytes. RFC 9112 §3
  * wants 414 for a target too long to parse, but a method longer than any we implement SHOULD be
  * 501: so if no SP ended the method within the limit, it is the method that is too long. A byte
  * that cannot be in a method before the first SP makes the line malformed (400) whatever its
  * length. Decided from bytes within the limit only, so the verdict does not depend on splits. */
-static int overlong_line_status(const char *line, size_t n)
+static int overlong_line_status(const char *line, size_t n, struct http_request *req)
 {
     size_t i = 0;
     while (i < n && is_tchar((unsigned char)line[i]))
         i++;
     if (i == n)
         return 501;
-    return i > 0 && line[i] == ' ' ? 414 : 400;
+    if (i > 0 && line[i] == ' ') {
+        req->method = method_lookup(line, i);   /* so a HEAD's 414 goes without a body */
+        return 414;
+    }
+    return 400;
 }
 
 static enum http_parse_result fail(struct http_request *req, int *status, int code)
@@ -594,7 +649,7 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     size_t line_end, next;
     int found = find_line_end(buf, pos, window, lim->max_request_line, &line_end, &next);
     if (found == -2)
-        return fail(req, status, overlong_line_status(buf + pos, lim->max_request_line));
+        return fail(req, status, overlong_line_status(buf + pos, lim->max_request_line, req));
     if (found == -1)
         return fail(req, status, 400);
     if (found == 0)
@@ -606,6 +661,7 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     struct header_state hs;
     memset(&hs, 0, sizeof hs);
     pos = next;
+    size_t fields_start = pos;
     for (;;) {
         found = find_line_end(buf, pos, window, SIZE_MAX, &line_end, &next);
         if (found == -1)
@@ -623,6 +679,7 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
         pos = next;
     }
 
+    req->fields = (struct http_slice){ buf + fields_start, next - fields_start };
     st = finish_head(req, &hs);
     if (st) {
         /* The whole head is in and, without Transfer-Encoding, so is how

@@ -28,9 +28,20 @@ struct http_request {
     uint64_t content_length;
     int expect_continue;             /* Expect: 100-continue (case-insensitive); always 0 for HTTP/1.0 */
     struct http_slice range, if_range, if_match, if_none_match, if_modified_since, if_unmodified_since,
-                      user_agent, referer;   /* first occurrence only, OWS-trimmed */
+                      user_agent, referer;   /* first occurrence only, OWS-trimmed; but see repeated */
+    unsigned repeated;               /* HTTP_REPEATED_* bits: fields sent on more than one line */
+    struct http_slice fields;        /* the header field lines (after the request-line) up to and
+                                        including the empty line; for http_next_field */
     unsigned header_count;
 };
+
+/* A field sent on several lines is one comma-joined list (RFC 9110 §5.3).  If-Match and
+ * If-None-Match are lists: when repeated, the slice above holds the first line only and
+ * http_next_field yields every line.  The single-valued ones cannot be joined: a repeated
+ * If-Modified-Since, If-Unmodified-Since or Range is dropped (slice p == NULL), as RFC 9110
+ * §13.1.3/§13.1.4 require for the dates and §14.2 allows for an invalid Range; a repeated
+ * If-Range is kept with its bit set, and never matches. */
+enum { HTTP_REPEATED_IF_MATCH = 1, HTTP_REPEATED_IF_NONE_MATCH = 2, HTTP_REPEATED_IF_RANGE = 4 };
 
 /* Returns HTTP_PARSE_OK (full head parsed, *head_len = bytes consumed incl. final CRLFCRLF),
  * HTTP_PARSE_INCOMPLETE (need more bytes; only if within limits), or HTTP_PARSE_ERROR with *status set to
@@ -44,6 +55,13 @@ struct http_request {
 enum http_parse_result { HTTP_PARSE_OK, HTTP_PARSE_INCOMPLETE, HTTP_PARSE_ERROR };
 enum http_parse_result http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
                                           struct http_request *req, size_t *head_len, int *status);
+
+/* Iterates the OWS-trimmed values of every field line named name (given in lower case; matched ASCII
+ * case-insensitively) of a
+ * request parsed with HTTP_PARSE_OK, in order: start with *cursor = 0; returns 1 with *value set,
+ * or 0 when there are no more. */
+int http_next_field(const struct http_request *req, const char *name, size_t *cursor,
+                    struct http_slice *value);
 
 /* Canonical upper-case name, or NULL for HTTP_METHOD_UNKNOWN / out-of-range values. */
 const char *http_method_name(enum http_method);

@@ -259,7 +259,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
         size_t want = chunk > 0 && len > chunk ? chunk : len;
         n = sendfile(fd, file_fd, offset, want);
         if (n == 0) {           /* file shrank under us: cannot keep our promise */
-            errno = EIO;
+            errno = ENODATA;
             return -1;
         }
         /* the socket took a whole chunk and more is due: let the others run
@@ -272,7 +272,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
         (void)chunk;
         ssize_t r = pread(file_fd, block, len < sizeof block ? len : sizeof block, *offset);
         if (r <= 0) {
-            if (r == 0) errno = EIO;
+            if (r == 0) errno = ENODATA;
             return -1;
         }
         struct iovec iov = { block, (size_t)r };

@@ -86,7 +86,8 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
                   unsigned timeout, int more);
 
 /* Sends len bytes of file_fd from *offset (advanced) with sendfile(2), or
- * pread+write where sendfile is missing. Same timeout rule.  At most chunk
+ * pread+write where sendfile is missing. Same timeout rule; errno ENODATA
+ * when the file ends before len bytes (it shrank).  At most chunk
  * bytes go in one sendfile call; when the socket took them all and more is
  * due, the caller yields first (0: no limit). */
 int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 #define MIME_EXT_MAX 16
 
 struct mime_entry {
@@ -22,6 +24,31 @@ static size_t n_entries;
 static char *types_blob;            /* all type strings of the current table */
 
 static const char default_type[] = "application/octet-stream";
+
+/* RFC 6838 §4.2: type "/" subtype, each 1-127 characters of a restricted set; the
+ * RFC 9110 token characters are checked here (a superset), which is what keeps a
+ * Content-Type header well formed whatever the file says. */
+static int valid_type(const char *t)
+{
+    static const char tchar_punct[] = "!#$%&'*+-.^_`|~";
+    size_t part = 0;
+    int slashes = 0;
+    for (; *t != '\0'; t++) {
+        unsigned char c = (unsigned char)*t;
+        if (c == '/') {
+            if (part == 0 || ++slashes > 1)
+                return 0;
+            part = 0;
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   strchr(tchar_punct, c) != NULL) {
+            if (++part > 127)
+                return 0;
+        } else {
+            return 0;
+        }
+    }
+    return slashes == 1 && part > 0;
+}
 
 static uint32_t hash_ext(const char *s, size_t len)
 {
@@ -86,8 +113,10 @@ int mime_load(const char *path)
     blob[got] = '\0';
 
     size_t count = 0;
+    unsigned lineno = 0;
     char *line = blob, *next;
     for (; line != NULL && *line != '\0'; line = next) {
+        lineno++;
         next = strchr(line, '\n');
         if (next != NULL)
             *next++ = '\0';
@@ -97,7 +126,12 @@ int mime_load(const char *path)
         char *save = NULL;
         char *type = strtok_r(line, " \t\r;", &save);
         if (type == NULL || strchr(type, '/') == NULL)
+            continue;               /* not a type line: nginx's "types {", "}" */
+        if (!valid_type(type)) {
+            log_msg(LOG_WARN, "%s:%u: line skipped: its type is not type/subtype, each at most "
+                    "127 letters, digits or !#$%%&'*+-.^_`|~", path, lineno);
             continue;
+        }
         char *ext;
         while ((ext = strtok_r(NULL, " \t\r;", &save)) != NULL) {
             size_t len = strlen(ext);

@@ -4,9 +4,13 @@
 
 #include <stddef.h>
 
-/* Loads an Apache/nginx-style mime.types ("type ext ext ..." lines).
- * 0, or -1 with errno set if the file cannot be read.  Reloading replaces
- * the table. */
+/* Longest type accepted: RFC 6838 §4.2 caps type and subtype names at 127 characters each. */
+#define MIME_TYPE_MAX 255
+
+/* Loads an Apache/nginx-style mime.types ("type ext ext ..." lines).  A line
+ * whose type is not token/token of at most 127 characters each is skipped
+ * with a warning.  0, or -1 with errno set if the file cannot be read.
+ * Reloading replaces the table. */
 int mime_load(const char *path);
 /* Content-Type for a file name (by its last extension, case-insensitive);
  * application/octet-stream when unknown.  Never NULL. */

@@ -125,7 +125,7 @@ static int errno_to_status(int e)
 struct file_view {
     int fd;
     uint64_t size;
-    time_t mtime;
+    time_t mtime;                   /* as in Last-Modified */
     unsigned long ino;
     const char *etag;
     size_t etag_len;
@@ -155,7 +155,10 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
-                log_errno(LOG_WARN, "reading file body (file changed while being sent?)");
+                if (n == 0)
+                    c->out.file_shrank = 1;
+                else
+                    log_errno(LOG_WARN, "reading the body of %s", c->path);
                 c->out.failed = 1;
                 return -1;
             }
@@ -178,13 +181,20 @@ static void send_multipart(struct conn *c, const struct http_request *req,
                            const struct file_view *f, unsigned n)
 {
     static unsigned long counter;
-    char boundary[40], ct[80], ph[256];
+    /* ph holds the longest type mime_load accepts, with three 20-digit numbers */
+    char boundary[40], ct[80], ph[MIME_TYPE_MAX + 160];
     uint64_t total = 0;
 
     snprintf(boundary, sizeof boundary, "cowd%08lx%08lx", f->ino ^ ++counter,
              (unsigned long)date_cache_time());
     for (unsigned i = 0; i < n; i++) {
         int l = part_header(ph, sizeof ph, boundary, f->type, &c->ranges[i], f->size);
+        if (l < 0 || (size_t)l >= sizeof ph) {
+            /* cannot happen with a type from mime_load; never send a cut part */
+            log_msg(LOG_ERROR, "multipart part header for %s does not fit", f->type);
+            response_error(c, req, 500, NULL, NULL);
+            return;
+        }
         total += (uint64_t)l + (c->ranges[i].last - c->ranges[i].first + 1);
     }
     total += 2 + 2 + strlen(boundary) + 4;   /* "\r\n--" boundary "--\r\n" */
@@ -212,7 +222,7 @@ static void send_multipart(struct conn *c, const struct http_request *req,
 
 static void send_file(struct conn *c, const struct http_request *req, const struct file_view *f)
 {
-    struct cond_resource res = { f->etag, f->etag_len, f->mtime };
+    struct cond_resource res = { f->etag, f->etag_len, f->mtime, date_cache_time() };
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);
@@ -280,7 +290,7 @@ static void view_of_entry(struct file_view *v, const struct fc_entry *e)
 {
     v->fd = e->fd;
     v->size = e->size;
-    v->mtime = e->mtime.tv_sec;
+    v->mtime = e->last_modified_time;
     v->ino = (unsigned long)e->ino;
     v->etag = e->etag;
     v->etag_len = e->etag_len;
@@ -291,6 +301,22 @@ static void view_of_entry(struct file_view *v, const struct fc_entry *e)
     v->headers_len = e->headers_len;
 }
 
+/* Serves a cached file.  One that proves shorter than the entry says (it
+ * changed within --cache-validate) fails this connection, which has been
+ * promised the old length, and is dropped, so that the next request opens
+ * the file afresh. */
+static void serve_entry(struct conn *c, const struct http_request *req, struct fc_entry *e)
+{
+    struct file_view v;
+    view_of_entry(&v, e);
+    send_file(c, req, &v);
+    if (c->out.file_shrank) {
+        log_msg(LOG_WARN, "%s shrank while being sent: connection closed, cache entry dropped", e->name);
+        filecache_forget(e);
+    }
+    filecache_release(e);
+}
+
 /* Serves the regular file open as fd (closed here), caching it when the
  * cache takes it; key is the request's normalized path. */
 static void serve_opened(struct conn *c, const struct http_request *req, int fd,
@@ -299,31 +325,32 @@ static void serve_opened(struct conn *c, const struct http_request *req, int fd,
 {
     const char *type = mime_type_for(name, name_len);
     struct fc_entry *e = filecache_put(key, key_len, name + 1, fd, st, type, date_cache_time());
-    struct file_view v;
     if (e != NULL) {
-        view_of_entry(&v, e);
-        send_file(c, req, &v);
-        filecache_release(e);           /* the cache owns fd now */
+        serve_entry(c, req, e);         /* the cache owns fd now */
         return;
     }
+    struct file_view v;
     char etag[64], last_modified[32];
     v.fd = fd;
     v.size = (uint64_t)st->st_size;
-    v.mtime = st->st_mtim.tv_sec;
+    v.mtime = http_last_modified(st->st_mtim.tv_sec, date_cache_time());
     v.ino = (unsigned long)st->st_ino;
     v.etag_len = filecache_make_etag(etag, st);
     v.etag = etag;
-    http_date_format(st->st_mtim.tv_sec, last_modified);
+    http_date_format(v.mtime, last_modified);
     v.last_modified = last_modified;
     v.type = type;
     v.data = NULL;
     v.headers = NULL;
     v.headers_len = 0;
     send_file(c, req, &v);
+    if (c->out.file_shrank)
+        log_msg(LOG_WARN, "%s shrank while being sent: connection closed", name + 1);
     close(fd);
 }
 
-/* 301 to the same path with a slash, keeping the query (as nginx does).
+/* 301 to the same path with a slash, keeping the query (as nginx does;
+ * re-encoded where the client sent characters a URI cannot hold).
  * The Location is the normalized path, percent-encoded again, not the raw
  * target: "GET //host HTTP/1.1" (a directory "host" under the root) would
  * otherwise redirect to "//host/", which browsers read as another host. */
@@ -331,7 +358,8 @@ static void redirect_to_dir(struct conn *c, const struct http_request *req, cons
                             size_t path_len)
 {
     size_t enc_len = url_escape_path(path, path_len, NULL, 0);
-    size_t need = enc_len + 2 + (req->query.p != NULL ? req->query.len + 1 : 0);
+    size_t query_len = req->query.p != NULL ? url_escape_query(req->query.p, req->query.len, NULL, 0) : 0;
+    size_t need = enc_len + 2 + (req->query.p != NULL ? query_len + 1 : 0);
     if (need > c->scratch_cap) {
         response_error(c, req, 414, NULL, NULL);
         return;
@@ -341,8 +369,7 @@ static void redirect_to_dir(struct conn *c, const struct http_request *req, cons
     loc[n++] = '/';
     if (req->query.p != NULL) {
         loc[n++] = '?';
-        memcpy(loc + n, req->query.p, req->query.len);
-        n += req->query.len;
+        n += url_escape_query(req->query.p, req->query.len, loc + n, c->scratch_cap - n);
     }
     loc[n] = '\0';
     response_error(c, req, 301, "Location", loc);
@@ -459,10 +486,7 @@ void static_file_serve(struct conn *c, const struct http_request *req)
     if (plen < CACHE_KEY_MAX) {
         struct fc_entry *e = filecache_get(c->path, plen, date_cache_time());
         if (e != NULL) {
-            struct file_view v;
-            view_of_entry(&v, e);
-            send_file(c, req, &v);
-            filecache_release(e);
+            serve_entry(c, req, e);
             return;
         }
     }

@@ -164,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const struct http_slice *slices[] = { &req.method_name, &req.target, &req.path, &req.query, &req.host,
                                               &req.range, &req.if_range, &req.if_match, &req.if_none_match,
                                               &req.if_modified_since, &req.if_unmodified_since,
-                                              &req.user_agent, &req.referer };
+                                              &req.user_agent, &req.referer, &req.fields };
         for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++)
             CHECK(slice_inside(*slices[i], buf, head_len));
         CHECK(req.version_minor == 0 || req.host.p != NULL);
@@ -175,11 +175,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_range(&req.range);
 
         static const char etag[] = "\"5f2a-3039\"";
-        struct cond_resource r = { etag, sizeof etag - 1, 784111777 };
+        struct cond_resource r = { etag, sizeof etag - 1, 784111777, 784111790 };
         int c = cond_evaluate(&req, &r);
         CHECK(c == 0 || c == 304 || c == 412);
         int ir = cond_if_range_ok(&req, &r);
         CHECK(ir == 0 || ir == 1);
+        /* every field line is found again, inside the head */
+        static const char *const names[] = { "if-match", "if-none-match", "host" };
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            size_t cursor = 0, lines = 0;
+            struct http_slice v;
+            while (http_next_field(&req, names[i], &cursor, &v)) {
+                CHECK(slice_inside(v, buf, head_len));
+                CHECK(++lines <= req.header_count);
+            }
+        }
 
         if (req.chunked)
             check_chunked(buf + head_len, size - head_len);

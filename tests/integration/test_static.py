@@ -6,7 +6,7 @@ import os
 import time
 
 from cowdtest import (DATA, DIGITS, DIR_INDEX, DIR_OTHER, HELLO, INDEX, ROOT_OTHER, WEIRD, WEIRD_NAME,
-                      check, eq, request, test)
+                      Server, check, eq, request, test)
 
 OK = "HTTP/1.1 200 OK"
 PARTIAL = "HTTP/1.1 206 Partial Content"
@@ -126,7 +126,7 @@ def _(srv):
 @test("cond: If-Modified-Since in obsolete formats (RFC 850, asctime)")
 def _(srv):
     st = srv.root.stat("hello.txt")
-    t = time.gmtime(st.st_mtime + 60)
+    t = time.gmtime(st.st_mtime)     # not later: a date after now is ignored
     for fmt in ("%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"):
         v = time.strftime(fmt, t)
         r = srv.get("/hello.txt", ["If-Modified-Since: " + v])
@@ -161,6 +161,81 @@ def _(srv):
     eq(r.status_line, "HTTP/1.1 412 Precondition Failed", "IUS older")
     r = srv.get("/hello.txt", ["If-Unmodified-Since: " + http_date(st.st_mtime + 3600)])
     eq(r.status_line, OK, "IUS newer")
+
+
+def parse_http_date(v):
+    return email.utils.parsedate_to_datetime(v).timestamp()
+
+
+def future_file(srv, name):
+    srv.root.write(name, b"from the future\n")
+    t = time.time() + 86400 * 365 * 4
+    os.utime(os.path.join(srv.root.path, name), (t, t))
+
+
+def check_future_file(srv, name):
+    """RFC 9110 8.8.2.1: Last-Modified never later than Date, and the file's
+    own (future) date sent back is ignored, not answered 304 until then."""
+    r = srv.get("/" + name)
+    eq(r.status_line, OK, name)
+    lm, date = r.get("Last-Modified"), r.get("Date")
+    check(lm is not None and parse_http_date(lm) <= parse_http_date(date),
+          "%s: Last-Modified %r later than Date %r" % (name, lm, date))
+    st = srv.root.stat(name)
+    r = srv.get("/" + name, ["If-Modified-Since: " + http_date(st.st_mtime)])
+    eq(r.status_line, OK, name + ": If-Modified-Since after now is ignored")
+
+
+@test("cond: a file modified in the future has Last-Modified no later than Date (cached)")
+def _(srv):
+    future_file(srv, "future.txt")
+    check_future_file(srv, "future.txt")
+    # cached: the date sent validates while the entry lives
+    lm = srv.get("/future.txt").get("Last-Modified")
+    eq(srv.get("/future.txt", ["If-Modified-Since: " + lm]).status_line, "HTTP/1.1 304 Not Modified",
+       "If-Modified-Since with the cached Last-Modified")
+
+
+@test("cond: a file modified in the future has Last-Modified no later than Date (uncached)",
+      ["--cache-entries", "0"])
+def _(srv):
+    future_file(srv, "future2.txt")
+    check_future_file(srv, "future2.txt")
+
+
+@test("cond: a client's If-Modified-Since in the future is ignored")
+def _(srv):
+    r = srv.get("/hello.txt", ["If-Modified-Since: " + http_date(time.time() + 86400 * 365)])
+    eq(r.status_line, OK, "If-Modified-Since a year ahead")
+    eq(r.body, HELLO, "body")
+
+
+@test("cond: If-Match and If-None-Match on several lines are one list (RFC 9110 5.3)")
+def _(srv):
+    et, lm = validators(srv, "/hello.txt")
+    cases = (
+        (['If-Match: "x"', "If-Match: " + et], OK),
+        (['If-Match: "x"', 'If-Match: "y"'], "HTTP/1.1 412 Precondition Failed"),
+        (['If-None-Match: "x"', "If-None-Match: " + et], "HTTP/1.1 304 Not Modified"),
+        (['If-None-Match: "x"', 'If-None-Match: "y"'], OK),
+        # single-valued: two lines make one invalid value, which is ignored
+        (["If-Modified-Since: " + lm, "If-Modified-Since: " + lm], OK),
+        (["If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT", "If-Unmodified-Since: " + lm], OK),
+    )
+    for headers, want in cases:
+        eq(srv.get("/hello.txt", headers).status_line, want, " + ".join(headers))
+
+
+@test("range: Range on two lines is ignored (200), If-Range on two lines never matches")
+def _(srv):
+    et, _ = validators(srv, "/data.bin")
+    r = srv.get("/data.bin", ["Range: bytes=0-9", "Range: bytes=20-29"])
+    eq(r.status_line, OK, "two Range lines")
+    eq(r.body, DATA, "whole body")
+    r = srv.get("/data.bin", ["Range: bytes=0-9", "If-Range: " + et])
+    eq(r.status_line, PARTIAL, "one If-Range line")
+    r = srv.get("/data.bin", ["Range: bytes=0-9", "If-Range: " + et, "If-Range: " + et])
+    eq(r.status_line, OK, "two If-Range lines")
 
 
 @test("cond: ETag changes when the file changes", ["--cache-validate", "0"])
@@ -201,6 +276,25 @@ def _(srv):
     r = srv.get("/shrink.bin")
     eq(r.get("Content-Length"), "10", "new length")
     eq(r.body, b"y" * 10, "new body")
+
+
+@test("cache: a file that shrinks within --cache-validate fails one connection, not every one",
+      ["--cache-validate", "60", "--sendfile-min", "1k"])
+def _(srv):
+    srv.root.write("shrink2.bin", b"x" * 100000)
+    eq(len(srv.get("/shrink2.bin").body), 100000, "full body")
+    srv.root.write("shrink2.bin", b"y" * 10)          # same inode, truncated in place
+    with srv.conn() as c:
+        c.send(request("GET", "/shrink2.bin"))
+        raw = c.read_to_eof()           # the 100000 bytes promised cannot come: closed
+    head, _, body = raw.partition(b"\r\n\r\n")
+    check(b"Content-Length: 100000" in head and len(body) < 100000,
+          "the connection that found the file short: %r, %d body bytes" % (head[:200], len(body)))
+    r = srv.get("/shrink2.bin")
+    eq(r.status_line, OK, "next request")
+    eq(r.get("Content-Length"), "10", "next request's length")
+    eq(r.body, b"y" * 10, "next request's body")
+    check("shrank while being sent" in srv.stderr(), "logged: %r" % srv.stderr()[-300:])
 
 
 @test("cache: a file replaced by rename is noticed", ["--cache-validate", "0"])
@@ -406,6 +500,16 @@ def _(srv):
     eq(r.get("Location"), "/noindex/sub/?x", "nested Location")
 
 
+@test("dir: redirect Location re-encodes what a URI query cannot hold")
+def _(srv):
+    for query, want in (('a<b>"c{|}^`\\', "a%3Cb%3E%22c%7B%7C%7D%5E%60%5C"),
+                        ("x=%41%zz&y=/?:@!$'()*+,;=~", "x=%41%25zz&y=/?:@!$'()*+,;=~"),
+                        ("%", "%25")):
+        r = srv.get("/dir?" + query)
+        eq(r.status_line, "HTTP/1.1 301 Moved Permanently", query)
+        eq(r.get("Location"), "/dir/?" + want, "Location for ?" + query)
+
+
 @test("dir: redirect Location is the normalized path, never '//host/'")
 def _(srv):
     for target, loc in (("//dir", "/dir/"), ("http://x//dir?q", "/dir/?q"), ("//noindex//sub", "/noindex/sub/"),
@@ -528,3 +632,31 @@ def _(srv):
     check('href="' + "%26" * 251 + '.txt"' in html, "long href")
     check('href="' + "%22" * 255 + '"' in html, "long href")
     eq(srv.get("/longnames/" + "%26" * 251 + ".txt").body, b"long\n", "following the href")
+
+
+@test("range: a long media type from --mime-types never cuts a multipart part header")
+def _(srv):
+    mt = os.path.join(srv.root.tmp, "long.types")
+    long_ok = "application/x-" + "a" * 113             # a 127-character subtype: accepted
+    too_long = "application/x-" + "b" * 200            # refused with a warning
+    with open(mt, "w") as f:
+        f.write("%s lok\n%s lbad\ntext/plain txt\n" % (long_ok, too_long))
+    os.chmod(mt, 0o644)
+    srv.root.write("f.lok", DATA)
+    srv.root.write("f.lbad", DATA)
+    own = Server(srv.root, ["--mime-types", mt])
+    own.start()
+    try:
+        check("line skipped: its type is not type/subtype" in own.stderr(), "no warning for the over-long type: %r" % own.stderr()[-500:])
+        for path, ctype in (("/f.lok", long_ok), ("/f.lbad", "application/octet-stream")):
+            r = rng(own, path, "bytes=0-0,10-10")
+            eq(r.status_line, PARTIAL, path)
+            parts = parse_multipart(r, len(DATA))
+            eq(len(parts), 2, path + " part count")
+            for (h, d), a in zip(parts, (0, 10)):
+                eq(h.get("content-type"), ctype, path + " part Content-Type")
+                eq(h.get("content-range"), "bytes %d-%d/%d" % (a, a, len(DATA)), path + " part Content-Range")
+                eq(d, DATA[a:a + 1], path + " part body")
+        own.assert_alive()
+    finally:
+        own.kill()

@@ -12,8 +12,10 @@
 #define DATE_EQ "Sun, 06 Nov 1994 08:49:37 GMT"
 #define DATE_BEFORE "Sun, 06 Nov 1994 08:49:36 GMT"
 #define DATE_AFTER "Sun, 06 Nov 1994 08:49:38 GMT"
+#define NOW ((time_t)784111790)                    /* Sun, 06 Nov 1994 08:49:50 GMT */
+#define DATE_FUTURE "Sun, 06 Nov 1994 08:49:51 GMT"
 
-static const struct cond_resource RES = { ETAG, sizeof ETAG - 1, MTIME };
+static const struct cond_resource RES = { ETAG, sizeof ETAG - 1, MTIME, NOW };
 
 static struct http_slice S(const char *s) { return (struct http_slice){ s, s ? strlen(s) : 0 }; }
 
@@ -73,7 +75,7 @@ START_TEST(if_match)
     r.if_unmodified_since = S(DATE_BEFORE);
     ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
     /* resource without an ETag: only "*" matches */
-    struct cond_resource no_tag = { NULL, 0, MTIME };
+    struct cond_resource no_tag = { NULL, 0, MTIME, NOW };
     ck_assert_int_eq(cond_evaluate(&r, &no_tag), 412);
     r.if_match = S("*");
     ck_assert_int_eq(cond_evaluate(&r, &no_tag), 0);
@@ -123,7 +125,7 @@ START_TEST(if_none_match)
     r.method = HTTP_POST;
     ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
     /* a weak resource ETag matches weakly */
-    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME };
+    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME, NOW };
     r.method = HTTP_GET;
     ck_assert_int_eq(cond_evaluate(&r, &weak), 304);
 }
@@ -136,6 +138,11 @@ START_TEST(if_modified_since)
     ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
     r.if_modified_since = S(DATE_AFTER);
     ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r.if_modified_since = S("Sun, 06 Nov 1994 08:49:50 GMT");        /* now */
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    /* a date after now was never sent by us: ignored (once 304 until that date) */
+    r.if_modified_since = S(DATE_FUTURE);
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
     r.if_modified_since = S(DATE_BEFORE);
     ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
     r.if_modified_since = S("Sun Nov  6 08:49:37 1994");
@@ -189,7 +196,7 @@ START_TEST(if_range)
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
     r.if_range = S("W/" ETAG);
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
-    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME };
+    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME, NOW };
     ck_assert_int_eq(cond_if_range_ok(&r, &weak), 0);
     r.if_range = S(ETAG);
     ck_assert_int_eq(cond_if_range_ok(&r, &weak), 0);
@@ -201,7 +208,7 @@ START_TEST(if_range)
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
     /* a date on a Wednesday starts with 'W' but is no weak entity-tag
      * (once answered 200 to every such If-Range) */
-    static const struct cond_resource wednesday = { ETAG, sizeof ETAG - 1, 1795607080 };
+    static const struct cond_resource wednesday = { ETAG, sizeof ETAG - 1, 1795607080, 1795607080 };
     r.if_range = S("Wed, 25 Nov 2026 11:44:40 GMT");
     ck_assert_int_eq(cond_if_range_ok(&r, &wednesday), 1);
     r.if_range = S("garbage");
@@ -212,9 +219,46 @@ START_TEST(if_range)
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
     r.if_range = S("*");
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
-    struct cond_resource no_tag = { NULL, 0, MTIME };
+    struct cond_resource no_tag = { NULL, 0, MTIME, NOW };
     r.if_range = S(ETAG);
     ck_assert_int_eq(cond_if_range_ok(&r, &no_tag), 0);
+}
+END_TEST
+
+static struct http_request parsed(const char *head)
+{
+    static const struct http_limits lim = { 1024, 4096, 32 };
+    struct http_request r;
+    size_t hl;
+    int st;
+    ck_assert_int_eq(http_parse_request(head, strlen(head), &lim, &r, &hl, &st), HTTP_PARSE_OK);
+    return r;
+}
+
+/* An If-Match or If-None-Match on several lines is one list (RFC 9110 §5.3); repeated
+ * dates are ignored, a repeated If-Range never matches (once only the first line counted). */
+START_TEST(repeated_lines)
+{
+    struct http_request r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Match: \"x\"\r\nIf-Match: " ETAG "\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Match: \"x\"\r\nIf-Match: \"y\", \"z\"\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Match: " ETAG "\r\nIf-Match: junk\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Match: *\r\nIf-Match: " ETAG "\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 412);               /* "*, tag" is no list */
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"x\"\r\nIf-None-Match: W/" ETAG "\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 304);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"x\"\r\nIf-None-Match: \"y\"\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: " DATE_EQ "\r\n"
+               "If-Modified-Since: " DATE_BEFORE "\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Unmodified-Since: " DATE_BEFORE "\r\n"
+               "If-Unmodified-Since: " DATE_EQ "\r\n\r\n");
+    ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
+    r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Range: " ETAG "\r\nIf-Range: " ETAG "\r\n\r\n");
+    ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
 }
 END_TEST
 
@@ -229,6 +273,7 @@ static Suite *suite(void)
     tcase_add_test(tc, if_modified_since);
     tcase_add_test(tc, precedence);
     tcase_add_test(tc, if_range);
+    tcase_add_test(tc, repeated_lines);
     suite_add_tcase(s, tc);
     return s;
 }

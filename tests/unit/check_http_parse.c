@@ -710,9 +710,9 @@ START_TEST(first_occurrence_kept)
 {
     struct http_limits lim = { 64, 512, 16 };
     const char *s =
-        "GET / HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\nRange: bytes=5-6\r\nIf-Range: \"a\"\r\nIf-Range: \"b\"\r\n"
+        "GET / HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\nIf-Range: \"a\"\r\n"
         "If-Match: \"m\"\r\nIf-None-Match: W/\"n\"\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
-        "If-Unmodified-Since: x\r\n\r\n";
+        "If-Unmodified-Since: x\r\nUser-Agent: u1\r\nUser-Agent: u2\r\n\r\n";
     struct http_request r = expect_ok_lim(s, strlen(s), &lim, __LINE__);
     ck_assert(slice_is(r.range, "bytes=0-1"));
     ck_assert(slice_is(r.if_range, "\"a\""));
@@ -720,11 +720,68 @@ START_TEST(first_occurrence_kept)
     ck_assert(slice_is(r.if_none_match, "W/\"n\""));
     ck_assert(slice_is(r.if_modified_since, "Sun, 06 Nov 1994 08:49:37 GMT"));
     ck_assert(slice_is(r.if_unmodified_since, "x"));
-    ck_assert(slice_is(r.user_agent, NULL));
+    ck_assert(slice_is(r.user_agent, "u1"));
     ck_assert(slice_is(r.referer, NULL));
+    ck_assert_uint_eq(r.repeated, 0);
     r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h\r\nRange:\r\n\r\n");
     ck_assert(r.range.p != NULL);
     ck_assert_uint_eq(r.range.len, 0);
+}
+END_TEST
+
+/* A field on several lines is one comma-joined value (RFC 9110 §5.3): the single-valued
+ * conditionals and Range become invalid (dropped), the lists are read across lines. */
+START_TEST(repeated_fields)
+{
+    const char *s =
+        "GET / HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\nRange: bytes=5-6\r\nIf-Range: \"a\"\r\n"
+        "if-range: \"b\"\r\nIf-Match: \"m1\"\r\nX: y\r\nIF-MATCH:  \"m2\", \"m3\" \r\n"
+        "If-None-Match: \"n\"\r\nIf-None-Match: \"o\"\n"
+        "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+        "If-Unmodified-Since: x\r\nIf-Unmodified-Since: y\r\n\r\n";
+    struct http_limits lim = { 64, 1024, 32 };
+    struct http_request r = expect_ok_lim(s, strlen(s), &lim, __LINE__);
+    ck_assert(slice_is(r.range, NULL));
+    ck_assert(slice_is(r.if_modified_since, NULL));
+    ck_assert(slice_is(r.if_unmodified_since, NULL));
+    ck_assert(slice_is(r.if_range, "\"a\""));
+    ck_assert(slice_is(r.if_match, "\"m1\""));
+    ck_assert_uint_eq(r.repeated,
+                      HTTP_REPEATED_IF_MATCH | HTTP_REPEATED_IF_NONE_MATCH | HTTP_REPEATED_IF_RANGE);
+
+    size_t cursor = 0;
+    struct http_slice v;
+    ck_assert_int_eq(http_next_field(&r, "if-match", &cursor, &v), 1);
+    ck_assert(slice_is(v, "\"m1\""));
+    ck_assert_int_eq(http_next_field(&r, "if-match", &cursor, &v), 1);
+    ck_assert(slice_is(v, "\"m2\", \"m3\""));
+    ck_assert_int_eq(http_next_field(&r, "if-match", &cursor, &v), 0);
+    ck_assert_int_eq(http_next_field(&r, "if-match", &cursor, &v), 0);
+    cursor = 0;
+    ck_assert_int_eq(http_next_field(&r, "if-none-match", &cursor, &v), 1);
+    ck_assert(slice_is(v, "\"n\""));
+    ck_assert_int_eq(http_next_field(&r, "if-none-match", &cursor, &v), 1);   /* after a bare LF */
+    ck_assert(slice_is(v, "\"o\""));
+    ck_assert_int_eq(http_next_field(&r, "if-none-match", &cursor, &v), 0);
+    cursor = 0;
+    ck_assert_int_eq(http_next_field(&r, "if", &cursor, &v), 0);     /* a prefix is not a name */
+    cursor = 0;
+    ck_assert_int_eq(http_next_field(&r, "host", &cursor, &v), 1);
+    ck_assert(slice_is(v, "h"));
+}
+END_TEST
+
+/* The method of a request-line too long to parse is still known: a HEAD's 414 has no body. */
+START_TEST(overlong_line_keeps_method)
+{
+    struct http_limits lim = { 16, 512, 16 };
+    const char *s = "HEAD /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n";
+    struct http_request r;
+    size_t hl;
+    int st = 0;
+    ck_assert_int_eq(parse_n(s, strlen(s), &lim, &r, &hl, &st), HTTP_PARSE_ERROR);
+    ck_assert_int_eq(st, 414);
+    ck_assert_int_eq(r.method, HTTP_HEAD);
 }
 END_TEST
 
@@ -835,6 +892,8 @@ static Suite *suite(void)
     tcase_add_test(tc, connection_keep_alive);
     tcase_add_test(tc, expect_header);
     tcase_add_test(tc, first_occurrence_kept);
+    tcase_add_test(tc, repeated_fields);
+    tcase_add_test(tc, overlong_line_keeps_method);
     tcase_add_test(tc, pipelined);
     tcase_add_test(tc, error_head_len);
     tcase_add_test(tc, must_close);

@@ -73,6 +73,30 @@ START_TEST(bundled_file_has_the_web_types)
 }
 END_TEST
 
+/* A type goes into Content-Type headers and multipart part headers as it is:
+ * only type/subtype of token characters, at most 127 each (RFC 6838 4.2). */
+START_TEST(only_well_formed_types_are_loaded)
+{
+    char text[1024], sub127[128], sub128[129];
+    memset(sub127, 'a', 127);
+    sub127[127] = '\0';
+    memset(sub128, 'b', 128);
+    sub128[128] = '\0';
+    snprintf(text, sizeof text,
+             "application/%s ok\napplication/%s long\na/b/c slashes\ntext/ nosub\n/x notype\n"
+             "text/pl\x01in ctl\ntypes {\n}\nimage/svg+xml svg\n", sub127, sub128);
+    write_types(text);
+    ck_assert_uint_eq(mime_count(), 2);
+    ck_assert_uint_eq(strlen(TYPE("/f.ok")), 12 + 127);
+    ck_assert_str_eq(TYPE("/f.svg"), "image/svg+xml");
+    ck_assert_str_eq(TYPE("/f.long"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/f.slashes"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/f.nosub"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/f.notype"), "application/octet-stream");
+    ck_assert_str_eq(TYPE("/f.ctl"), "application/octet-stream");
+}
+END_TEST
+
 START_TEST(missing_file_fails)
 {
     ck_assert_int_eq(mime_load("/nonexistent/mime.types"), -1);
@@ -87,6 +111,7 @@ int main(void)
     tcase_add_test(tc, unknown_or_missing_extension_is_octet_stream);
     tcase_add_test(tc, later_lines_win_and_reload_replaces);
     tcase_add_test(tc, bundled_file_has_the_web_types);
+    tcase_add_test(tc, only_well_formed_types_are_loaded);
     tcase_add_test(tc, missing_file_fails);
     suite_add_tcase(s, tc);
     return run_suite(s);
