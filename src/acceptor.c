@@ -152,14 +152,16 @@ void acceptor_run(int lfd, struct depot *d)
     }
     pth_event_t ev_listen = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
     pth_event_t ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, stop_pipe[0]);
-    if (ev_listen == NULL || ev_stop == NULL) {
+    /* alone, not in ev_listen's ring: the wait at --max-connections */
+    pth_event_t ev_client = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
+    if (ev_listen == NULL || ev_stop == NULL || ev_client == NULL) {
         log_errno(LOG_ERROR, "acceptor: cannot create wait events");
         return;
     }
     pth_event_concat(ev_listen, ev_stop, NULL);
     reserve_open();
     while (!stopping) {
-        struct depot_msg *m = depot_msg_take_new(d);  /* waits at --max-connections */
+        struct depot_msg *m = depot_msg_take_new(d, lfd, ev_client);  /* waits at --max-connections */
         int fd = -1, woke = 0;
         while (!stopping) {
             fd = accept_nonblock(lfd, &m->conn.peer, &m->conn.peer_len);
@@ -200,6 +202,7 @@ void acceptor_run(int lfd, struct depot *d)
 #endif
         m->conn.fd = fd;
         m->conn.parked_before = 0;
+        io_clock_now(&m->conn.queued);
         depot_submit(d, m);
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);

@@ -87,6 +87,7 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
      * immediate). */
     int read_first = c->handed_over || c->requests == 0 || c->in_end > c->in_start;
     c->handed_over = 0;
+    c->read_waited = 0;
 
     if (c->in_start > 0) {
         memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
@@ -115,6 +116,7 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
             io_drained(c->fd, 0);
         }
         read_first = 1;
+        c->read_waited = 1;
         if (buff_flush(&c->out) < 0)
             return READ_ERROR;
         if (may_park) {
@@ -292,9 +294,14 @@ static void handle_request(struct conn *c, struct http_request *req)
     timerclear(&c->waiter.guard_since);     /* the request is in: sends have their own rule */
     if (st != 0) {
         c->close_after = 1;
-        c->linger = 1;
-        if (st > 0)
+        if (st > 0) {
+            c->linger = 1;          /* so that the error is not lost to a reset */
             response_error(c, req, st, NULL, NULL);
+        } else {
+            /* the body stopped coming, or came too slowly: nothing was
+             * answered, so there is nothing to linger for (slow bodies) */
+            c->in_start = c->in_end;
+        }
         return;
     }
 
@@ -321,6 +328,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     struct http_limits lim = { cfg.max_uri, cfg.max_header_size, cfg.max_headers };
     struct timeval deadline;
     int graceful = 1;
+    int first_read = 1;         /* the read at hand-over is still to come */
 
     c->fd = fd;
     c->peer = dc->peer;
@@ -375,10 +383,20 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                 rr = read_more(c, &deadline, &wait_start, 0);   /* lot full: wait here */
             }
             c->idle = 0;
+            int at_handover = first_read && !c->read_waited;
+            first_read = 0;
             if (rr == READ_OK) {
                 if (!started) {
                     started = 1;
-                    io_clock_now(&c->waiter.guard_since);
+                    /* Bytes found at hand-over were there when the
+                     * connection was queued: the head began then, and the
+                     * slow-client guard counts its wait in the depot too
+                     * (else a backlog of stalled heads would each hold a
+                     * handler for the whole grace, one batch after another). */
+                    if (at_handover)
+                        c->waiter.guard_since = dc->queued;
+                    else
+                        io_clock_now(&c->waiter.guard_since);
                     io_deadline_after(&deadline, &c->waiter.guard_since, cfg.header_timeout);
                 }
                 continue;

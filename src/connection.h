@@ -42,6 +42,7 @@ struct conn {
                                    connection (a graceful stop may end the wait) */
     int handed_over;            /* just given to this handler (new, or woken from the
                                    park): bytes are likely waiting, read before waiting */
+    int read_waited;            /* the last read_more() waited for its bytes */
 };
 
 /* Graceful stop (set by the worker): responses say Connection: close and

@@ -8,6 +8,7 @@
 #include "depot.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,13 +216,27 @@ struct depot_msg *depot_msg_take(struct depot *d, int wait)
     return (struct depot_msg *)pm;
 }
 
-struct depot_msg *depot_msg_take_new(struct depot *d)
+static int client_waiting(int lfd)
+{
+    struct pollfd p = { lfd, POLLIN, 0 };
+    return poll(&p, 1, 0) > 0;
+}
+
+struct depot_msg *depot_msg_take_new(struct depot *d, int lfd, pth_event_t ev_client)
 {
     if (d->cfg.max_connections != 0 && d->open_conns >= d->cfg.max_connections) {
         pth_mutex_acquire(&d->cap_mutex, FALSE, NULL);
         while (d->open_conns >= d->cfg.max_connections) {
+            /* Once a client is waiting, make room by closing the connection
+             * idle longest, as nginx does: else idle keep-alive clients (or
+             * silent ones) at the cap would lock every new client out for a
+             * whole timeout.  Waits for a close, for a connection to become
+             * idle, or (with one idle) for a client to arrive. */
+            int idle = d->cfg.idle_count != NULL && d->cfg.idle_count() > 0;
+            if (idle && client_waiting(lfd) && d->cfg.reclaim_idle())
+                continue;
             d->cap_waiting = 1;
-            pth_cond_await(&d->cap_cond, &d->cap_mutex, NULL);
+            pth_cond_await(&d->cap_cond, &d->cap_mutex, idle ? ev_client : NULL);
         }
         pth_mutex_release(&d->cap_mutex);
     }
@@ -235,6 +250,14 @@ void depot_conn_closed(struct depot *d)
 {
     if (d->open_conns > 0)
         d->open_conns--;
+    if (d->cap_waiting) {
+        d->cap_waiting = 0;
+        pth_cond_notify(&d->cap_cond, TRUE);
+    }
+}
+
+void depot_conn_idle(struct depot *d)
+{
     if (d->cap_waiting) {
         d->cap_waiting = 0;
         pth_cond_notify(&d->cap_cond, TRUE);

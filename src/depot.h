@@ -8,6 +8,7 @@
 #include <pth.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 struct depot;
 struct handler;
@@ -21,6 +22,8 @@ struct depot_conn {
     socklen_t peer_len;
     unsigned requests;              /* already served on it (keep-alive cap) */
     int parked_before;              /* registered (disarmed) in the park's epoll set */
+    struct timeval queued;          /* when handed to the depot, bytes waiting (accepted
+                                       after TCP_DEFER_ACCEPT, or woken from the park) */
 };
 
 struct depot_msg {
@@ -44,6 +47,11 @@ struct depot_config {
     unsigned max_connections;       /* open client connections; 0 = no cap */
     depot_serve_fn serve;
     depot_ctx_fn make_ctx;          /* may be NULL: ctx = arg */
+    /* At max_connections, with a client waiting to be accepted: closes the
+     * connection idle longest (waiting for a request), 1 if there was one;
+     * idle_count says how many there are.  Both NULL: never. */
+    int (*reclaim_idle)(void);
+    unsigned (*idle_count)(void);
     void *arg;
 };
 
@@ -63,10 +71,15 @@ struct depot *depot_create(const struct depot_config *dc);
  * if !wait.  For connections that are already open (e.g. unparked). */
 struct depot_msg *depot_msg_take(struct depot *d, int wait);
 /* The accept thread's take: also waits while max_connections are open, and
- * counts the connection about to be accepted as open. */
-struct depot_msg *depot_msg_take_new(struct depot *d);
+ * counts the connection about to be accepted as open.  At the cap, a client
+ * waiting on listening socket lfd (ev_client: its readability, may be NULL)
+ * gets the slot of the connection idle longest. */
+struct depot_msg *depot_msg_take_new(struct depot *d, int lfd, pth_event_t ev_client);
 /* A client connection was closed (or never accepted after _take_new). */
 void depot_conn_closed(struct depot *d);
+/* A connection became idle (parked): an accept waiting at the cap may now
+ * make room by closing it. */
+void depot_conn_idle(struct depot *d);
 unsigned depot_open_connections(const struct depot *d);
 /* Connections are waiting for a handler, or none is idle. */
 int depot_under_pressure(const struct depot *d);

@@ -76,11 +76,17 @@ void io_deadline(struct timeval *out, unsigned seconds)
 
 static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);
 
-/* Waits at most a second at a time so that pressure is noticed. */
+/* Waits at most a second at a time so that pressure is noticed, and asks
+ * give_up before every wait too: a client that trickles a byte at a time
+ * ends each wait early, and must not escape the check by that. */
 static int wait_sliced(struct io_waiter *w, int fd, int want_write,
                        const struct timeval *deadline, int (*give_up)(struct io_waiter *, void *),
                        void *arg)
 {
+    if (give_up(w, arg)) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
     for (;;) {
         struct timeval slice;
         gettimeofday(&slice, NULL);

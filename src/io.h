@@ -18,7 +18,8 @@ struct io_waiter {
     /* Slow-client defence: while set (non-zero), a wait fails with
      * ETIMEDOUT once the handler pool is under pressure and this moment is
      * more than IO_PRESSURE_GRACE seconds ago (a request head or body that
-     * has not arrived by then is an attack or hopeless). */
+     * has not arrived by then is an attack or hopeless), checked when the
+     * wait begins and every second of it. */
     struct timeval guard_since;
 };
 

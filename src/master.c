@@ -60,6 +60,7 @@ static void master_signal_set(sigset_t *set)
     sigaddset(set, SIGINT);
     sigaddset(set, SIGHUP);
     sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGUSR2);        /* by default fatal: ignored, with a word */
 }
 
 void master_block_signals(void)
@@ -322,6 +323,11 @@ int master_run(const struct master_setup *ms)
             break;
         case SIGUSR1:
             reopen_logs();
+            break;
+        case SIGUSR2:
+            /* nginx's binary upgrade signal: an operator may send it out of
+             * habit, and its default action would take the service down */
+            log_msg(LOG_WARN, "SIGUSR2: ignored (no binary upgrade; SIGHUP restarts the workers)");
             break;
         default:
             break;

@@ -95,7 +95,8 @@ static void unpark(struct slot *s)
     int fd = s->fd;
     /* no EPOLL_CTL_DEL: the one-shot registration fired and is disarmed;
      * the next park re-arms it with one EPOLL_CTL_MOD, and closing fd ends it */
-    struct depot_conn conn = { fd, s->peer, s->peer_len, s->requests, 1 };
+    struct depot_conn conn = { fd, s->peer, s->peer_len, s->requests, 1, { 0, 0 } };
+    io_clock_now(&conn.queued);
     slot_release(s);
     struct depot_msg *m = depot_msg_take(lot.depot, 1);
     m->conn = conn;
@@ -267,11 +268,28 @@ int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_
     if (f->tail != NULL) f->tail->next = s; else f->head = s;
     f->tail = s;
     lot.n_parked++;
+    depot_conn_idle(lot.depot);
     if (!lot.wake_pending) {
         lot.wake_pending = 1;
         pth_msgport_put(lot.wake_port, &lot.wake_msg);
     }
     return 0;
+}
+
+int park_close_oldest(void)
+{
+    struct slot *oldest = NULL;
+    for (unsigned i = 0; i < PARK_LISTS; i++) {
+        /* each list is in parking order: its head is its oldest */
+        struct slot *h = lot.lists[i].head;
+        if (h != NULL && (oldest == NULL ||
+                          h->expires - (time_t)h->timeout < oldest->expires - (time_t)oldest->timeout))
+            oldest = h;
+    }
+    if (oldest == NULL)
+        return 0;
+    expire(oldest);
+    return 1;
 }
 
 void park_close_all(void)

@@ -24,6 +24,10 @@ int park_init(struct depot *d, unsigned slots);
 int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
                     unsigned requests, unsigned timeout, int parked_before);
 
+/* Closes the connection parked longest (quietly, as at its timeout): 1, or
+ * 0 if none is parked.  For an accept at --max-connections. */
+int park_close_oldest(void);
+
 /* Graceful stop: close every parked connection now. */
 void park_close_all(void);
 unsigned park_count(void);

@@ -131,7 +131,7 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-static const int worker_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+static const int worker_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 
 /* Before pth_init: handlers on, and the signals unblocked for every thread. */
 static int signals_setup(void)
@@ -186,6 +186,7 @@ static void *signal_main(void *arg)
                 case SIGTERM: stop("SIGTERM"); break;
                 case SIGINT: stop("SIGINT"); break;
                 case SIGUSR1: reopen_logs(); break;
+                case SIGUSR2: log_msg(LOG_WARN, "SIGUSR2: ignored"); break;
                 default: break;         /* SIGHUP: the master restarts the workers */
                 }
             }
@@ -241,6 +242,8 @@ void worker_main(const struct worker_setup *ws)
         .serve = conn_serve,
         .make_ctx = make_ctx,
         .arg = NULL,
+        .reclaim_idle = park_close_oldest,
+        .idle_count = park_count,
     };
     depot = depot_create(&dc);
     if (depot == NULL)

@@ -627,3 +627,20 @@ def _(shared):
         eq(stop(srv), 0, "master exit status")
     finally:
         finish(srv)
+
+
+@test("workers: SIGUSR2 (nginx's binary upgrade) is ignored with a warning, by master and worker")
+def _(shared):
+    # its default action once killed the master, and the workers with it
+    srv = start(shared.root, ["--workers", "1"])
+    try:
+        w = workers_of(srv, 1)
+        srv.proc.send_signal(signal.SIGUSR2)
+        os.kill(w[0], signal.SIGUSR2)
+        wait_for(lambda: error_log(srv).count("SIGUSR2: ignored") >= 2, 5, "both warnings")
+        check(srv.proc.poll() is None, "the master died")
+        eq(workers_of(srv, 1), w, "the same worker")
+        eq(srv.get("/hello.txt").status, 200, "still serving")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
