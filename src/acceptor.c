@@ -206,6 +206,7 @@ void acceptor_run(int lfd, struct depot *d)
         depot_submit(d, m);
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);
+    pth_event_free(ev_client, PTH_FREE_THIS);
     close(lfd);
 }
 
