@@ -11,7 +11,7 @@
 struct cond_resource {
     const char *etag; size_t etag_len; /* the strong ETag incl. quotes, e.g. "\"5f2a-3039\""; NULL if none */
     time_t mtime;                      /* Last-Modified, whole seconds, never after now */
-    time_t now;                        /* the response's Date */
+    time_t now;                        /* the response's Date (read only with If-Modified-Since) */
 };
 
 /* Order per RFC 9110 §13.2.2: If-Match (→412 if no strong match; "*" matches), else If-Unmodified-Since

@@ -303,9 +303,11 @@ struct header_state {
     int te_seen, te_chunked_seen, te_unknown_seen, te_malformed;
     int connection_close, connection_keep_alive;
     int expect_unsupported;
-    unsigned range_repeated, if_range_repeated, if_match_repeated, if_none_match_repeated,
-             ims_repeated, ius_repeated;
+    unsigned repeated;              /* HTTP_REPEATED_* and the REPEATED_* below */
 };
+
+/* Repeated single-valued fields, dropped by finish_head (not reported). */
+enum { REPEATED_RANGE = 8, REPEATED_IMS = 16, REPEATED_IUS = 32 };
 
 static int parse_content_length(const char *v, size_t n, uint64_t *out)
 {
@@ -391,12 +393,13 @@ static void keep_first(struct http_slice *slot, const char *v, size_t n)
 }
 
 /* The first occurrence, with a note that there were more (see HTTP_REPEATED_* and finish_head). */
-static void keep_first_note_more(struct http_slice *slot, const char *v, size_t n, unsigned *more)
+static void keep_first_note_more(struct http_slice *slot, const char *v, size_t n,
+                                 struct header_state *hs, unsigned bit)
 {
     if (slot->p == NULL)
         *slot = (struct http_slice){ v, n };
     else
-        *more = 1;
+        hs->repeated |= bit;
 }
 
 static int parse_header_line(const char *line, size_t n, struct http_request *req, struct header_state *hs)
@@ -457,21 +460,21 @@ static int parse_header_line(const char *line, size_t n, struct http_request *re
         break;
     case 'r':
         if (slice_equals_ci(name, name_len, "range"))
-            keep_first_note_more(&req->range, value, value_len, &hs->range_repeated);
+            keep_first_note_more(&req->range, value, value_len, hs, REPEATED_RANGE);
         else if (slice_equals_ci(name, name_len, "referer"))
             keep_first(&req->referer, value, value_len);
         break;
     case 'i':
         if (slice_equals_ci(name, name_len, "if-range"))
-            keep_first_note_more(&req->if_range, value, value_len, &hs->if_range_repeated);
+            keep_first_note_more(&req->if_range, value, value_len, hs, HTTP_REPEATED_IF_RANGE);
         else if (slice_equals_ci(name, name_len, "if-match"))
-            keep_first_note_more(&req->if_match, value, value_len, &hs->if_match_repeated);
+            keep_first_note_more(&req->if_match, value, value_len, hs, HTTP_REPEATED_IF_MATCH);
         else if (slice_equals_ci(name, name_len, "if-none-match"))
-            keep_first_note_more(&req->if_none_match, value, value_len, &hs->if_none_match_repeated);
+            keep_first_note_more(&req->if_none_match, value, value_len, hs, HTTP_REPEATED_IF_NONE_MATCH);
         else if (slice_equals_ci(name, name_len, "if-modified-since"))
-            keep_first_note_more(&req->if_modified_since, value, value_len, &hs->ims_repeated);
+            keep_first_note_more(&req->if_modified_since, value, value_len, hs, REPEATED_IMS);
         else if (slice_equals_ci(name, name_len, "if-unmodified-since"))
-            keep_first_note_more(&req->if_unmodified_since, value, value_len, &hs->ius_repeated);
+            keep_first_note_more(&req->if_unmodified_since, value, value_len, hs, REPEATED_IUS);
         break;
     case 'u':
         if (slice_equals_ci(name, name_len, "user-agent"))
@@ -515,15 +518,14 @@ static int finish_head(struct http_request *req, const struct header_state *hs)
         req->keep_alive = http11 || hs->connection_keep_alive;
 
     /* Several lines of a single-valued field make one invalid value (http_parse.h). */
-    if (hs->ims_repeated)
+    if (hs->repeated & REPEATED_IMS)
         req->if_modified_since = (struct http_slice){ NULL, 0 };
-    if (hs->ius_repeated)
+    if (hs->repeated & REPEATED_IUS)
         req->if_unmodified_since = (struct http_slice){ NULL, 0 };
-    if (hs->range_repeated)
+    if (hs->repeated & REPEATED_RANGE)
         req->range = (struct http_slice){ NULL, 0 };
-    req->repeated = (hs->if_match_repeated ? HTTP_REPEATED_IF_MATCH : 0) |
-                    (hs->if_none_match_repeated ? HTTP_REPEATED_IF_NONE_MATCH : 0) |
-                    (hs->if_range_repeated ? HTTP_REPEATED_IF_RANGE : 0);
+    req->repeated = hs->repeated & (HTTP_REPEATED_IF_MATCH | HTTP_REPEATED_IF_NONE_MATCH |
+                                    HTTP_REPEATED_IF_RANGE);
     return 0;
 }
 

@@ -222,7 +222,9 @@ static void send_multipart(struct conn *c, const struct http_request *req,
 
 static void send_file(struct conn *c, const struct http_request *req, const struct file_view *f)
 {
-    struct cond_resource res = { f->etag, f->etag_len, f->mtime, date_cache_time() };
+    /* response_begin reads the clock anyway; only If-Modified-Since needs it first */
+    struct cond_resource res = { f->etag, f->etag_len, f->mtime,
+                                 req->if_modified_since.p != NULL ? date_cache_time() : 0 };
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);
