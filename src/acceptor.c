@@ -24,6 +24,7 @@
 
 #include "date_cache.h"
 #include "depot.h"
+#include "filecache.h"
 #include "io.h"
 #include "log.h"
 #include "spawn.h"
@@ -174,6 +175,9 @@ void acceptor_run(int lfd, struct depot *d)
                 pth_wait(ev_listen);
                 woke = 1;
             } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors: the file cache gives some back first */
+                if ((errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0)
+                    continue;
                 /* out of descriptors or memory: answer 503 with the reserve
                  * descriptor if we can, and back off instead of spinning */
                 if (emfile_count++ % 100 == 0)

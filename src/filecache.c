@@ -27,6 +27,8 @@ static struct {
     size_t max_bytes;
     unsigned validate;
     size_t in_memory_max;
+    unsigned max_fds;           /* entries that may hold a descriptor open */
+    unsigned fds;
     struct fc_entry **buckets;
     size_t n_buckets;           /* power of two */
     struct fc_entry *head, *tail;
@@ -46,11 +48,12 @@ static uint64_t hash_key(const char *s, size_t len)
 }
 
 int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validate,
-                   size_t in_memory_max)
+                   size_t in_memory_max, unsigned max_fds)
 {
     memset(&fc, 0, sizeof fc);
     fc.root_fd = root_fd;
     fc.max_entries = entries;
+    fc.max_fds = max_fds;
     fc.max_bytes = bytes;
     fc.validate = validate;
     fc.in_memory_max = in_memory_max;
@@ -103,31 +106,59 @@ static void entry_drop(struct fc_entry *e)
     lru_unlink(e);
     fc.entries--;
     fc.bytes -= e->mem;
+    if (e->fd >= 0)
+        fc.fds--;
     e->dead = 1;
     if (e->refs == 0)
         entry_free(e);
 }
 
+static int full(size_t need)
+{
+    return fc.entries >= fc.max_entries || fc.bytes + need > fc.max_bytes;
+}
+
 /* Evicts least recently used entries until `need` more bytes and one more
- * entry fit.  Entries being sent from are skipped. */
-static int make_room(size_t need)
+ * entry fit, and, if the new entry keeps its descriptor, one more of those.
+ * Entries being sent from are skipped. */
+static int make_room(size_t need, int holds_fd)
 {
     struct fc_entry *e = fc.tail;
-    while (e != NULL && (fc.entries >= fc.max_entries || fc.bytes + need > fc.max_bytes)) {
+    while (e != NULL && (full(need) || (holds_fd && fc.fds >= fc.max_fds))) {
         struct fc_entry *prev = e->prev;
-        if (e->refs == 0) {
+        if (e->refs == 0 && (full(need) || e->fd >= 0)) {
             entry_drop(e);
             fc.evictions++;
         }
         e = prev;
     }
-    return fc.entries < fc.max_entries && fc.bytes + need <= fc.max_bytes ? 0 : -1;
+    return full(need) || (holds_fd && fc.fds >= fc.max_fds) ? -1 : 0;
+}
+
+unsigned filecache_shed_fds(unsigned n)
+{
+    unsigned closed = 0;
+    struct fc_entry *e = fc.tail;
+    while (e != NULL && closed < n) {
+        struct fc_entry *prev = e->prev;
+        if (e->refs == 0 && e->fd >= 0) {
+            entry_drop(e);          /* unreferenced: freed, descriptor closed */
+            fc.evictions++;
+            closed++;
+        }
+        e = prev;
+    }
+    return closed;
 }
 
 static int same_file(const struct fc_entry *e, const struct stat *st)
 {
+    /* ctime and mode too: a chmod that takes away read permission must stop
+     * the cache from serving what an open() would now refuse */
     return e->dev == st->st_dev && e->ino == st->st_ino && e->size == (uint64_t)st->st_size &&
-           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+           e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec &&
+           e->mode == st->st_mode;
 }
 
 struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
@@ -159,6 +190,22 @@ struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
     }
     e->refs++;
     return e;
+}
+
+void filecache_sweep(time_t now)
+{
+    for (struct fc_entry *e = fc.tail, *prev; e != NULL; e = prev) {
+        prev = e->prev;
+        if (e->fd < 0 || e->refs != 0 || now - e->checked < (time_t)fc.validate)
+            continue;
+        struct stat st;
+        if (fstatat(fc.root_fd, e->rel, &st, 0) < 0 || !same_file(e, &st)) {
+            fc.stale++;
+            entry_drop(e);
+        } else {
+            e->checked = now;
+        }
+    }
 }
 
 size_t filecache_make_etag(char out[64], const struct stat *st)
@@ -198,6 +245,8 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     e->fd = fd;
     e->size = (uint64_t)st->st_size;
     e->mtime = st->st_mtim;
+    e->ctime = st->st_ctim;
+    e->mode = st->st_mode;
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->type = type;
@@ -246,10 +295,16 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     if (old != NULL)
         entry_drop(old);
 
-    if (make_room(e->mem) < 0) {
+    if (make_room(e->mem, e->data == NULL) < 0) {
         e->fd = -1;             /* everything cached is in use: serve uncached */
         entry_free(e);
         return NULL;
+    }
+    if (e->data != NULL) {
+        /* served from memory from now on: the descriptor would only use up
+         * the process's limit and pin the blocks of a file deleted later */
+        close(fd);
+        e->fd = -1;
     }
     size_t b = hash_key(key, key_len) & (fc.n_buckets - 1);
     e->hnext = fc.buckets[b];
@@ -257,6 +312,8 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     lru_push_front(e);
     fc.entries++;
     fc.bytes += e->mem;
+    if (e->fd >= 0)
+        fc.fds++;
     e->refs = 1;
     return e;
 }

@@ -10,7 +10,7 @@
 #include <time.h>
 
 struct fc_entry {
-    int fd;                     /* open file, O_RDONLY */
+    int fd;                     /* open file, O_RDONLY; -1 when data holds it all */
     uint64_t size;
     struct timespec mtime;
     const char *data;           /* whole contents, or NULL: send from fd */
@@ -29,6 +29,8 @@ struct fc_entry {
     char *rel;                  /* path under the root that is stat()ed to revalidate */
     dev_t dev;
     ino_t ino;
+    struct timespec ctime;
+    mode_t mode;
     time_t checked;             /* last revalidation */
     unsigned refs;
     int dead;                   /* unlinked from the table, freed when refs drops to 0 */
@@ -42,9 +44,11 @@ struct filecache_stats { unsigned entries; size_t bytes; unsigned long hits, mis
 /* entries: cap on cached files (0 disables the cache); bytes: cap on the
  * memory for contents and headers; validate: seconds between revalidations
  * of an entry (0: every use); in_memory_max: files up to this size are kept
- * in memory.  root_fd: the document root, for revalidation stat()s. */
+ * in memory; max_fds: cap on entries that keep a descriptor open (those
+ * too large for memory).  root_fd: the document root, for revalidation
+ * stat()s. */
 int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validate,
-                   size_t in_memory_max);
+                   size_t in_memory_max, unsigned max_fds);
 
 /* A fresh entry for key (a normalized request path), with a reference the
  * caller must give back with filecache_release(); NULL if there is none or
@@ -52,12 +56,20 @@ int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validat
 struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now);
 
 /* Adds the file open as fd, found at rel under the root, for request path
- * key.  Returns a referenced entry that now owns fd, or NULL if it could not
- * be cached (then fd is still the caller's). */
+ * key.  Returns a referenced entry that now owns fd (and may have closed it,
+ * having the contents in memory), or NULL if it could not be cached (then fd
+ * is still the caller's). */
 struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel, int fd,
                                const struct stat *st, const char *type, time_t now);
 
 void filecache_release(struct fc_entry *e);
+/* Revalidates the unused entries that hold a descriptor and are due, and
+ * drops those whose file changed or was deleted: a deleted file's blocks stay
+ * allocated while it is open.  Called about once a second. */
+void filecache_sweep(time_t now);
+/* Out of descriptors: evicts up to n unused entries that hold one, least
+ * recently used first; returns how many descriptors it closed. */
+unsigned filecache_shed_fds(unsigned n);
 /* The file proved shorter than e says (changed within --cache-validate): drop
  * e now, so that the next request opens the file afresh.  e stays the caller's
  * until released. */

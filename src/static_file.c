@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -56,8 +57,16 @@ int static_file_init(const char *root)
     root_real_len = strlen(root_real);
     if (root_real_len == 1)         /* root is "/": every path is beneath */
         root_real_len = 0;
+    /* Files too large for memory keep a descriptor open in the cache; a
+     * quarter of the process's descriptors may go to them, the rest stay for
+     * connections and files being opened. */
+    unsigned max_fds = cfg.cache_entries;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 4 < max_fds)
+        max_fds = rl.rlim_cur / 4 > 4 ? (unsigned)(rl.rlim_cur / 4) : 4;
     if (filecache_init(root_fd, cfg.cache_entries, cfg.cache_size, cfg.cache_validate,
-                       cfg.sendfile_min) < 0) {
+                       cfg.sendfile_min, max_fds) < 0) {
         log_errno(LOG_ERROR, "file cache of %u entries", cfg.cache_entries);
         return -1;
     }
@@ -80,7 +89,7 @@ static int resolved_inside_root(const char *rel)
 
 /* Opens rel (no leading '/') beneath the root.  Unless symlinks may leave
  * the root, a path whose symlinks resolve outside it fails with EXDEV. */
-static int open_beneath(const char *rel, int flags)
+static int open_beneath_once(const char *rel, int flags)
 {
     int fd;
 #if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
@@ -110,11 +119,21 @@ static int open_beneath(const char *rel, int flags)
     return fd;
 }
 
+/* Out of descriptors, the file cache gives back some of those it holds
+ * (least recently used first) and the open is tried again. */
+static int open_beneath(const char *rel, int flags)
+{
+    int fd = open_beneath_once(rel, flags);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0)
+        fd = open_beneath_once(rel, flags);
+    return fd;
+}
+
 static int errno_to_status(int e)
 {
     switch (e) {
     case ENOENT: case ENOTDIR: return 404;
-    case ENAMETOOLONG: return 414;
+    case ENAMETOOLONG: return 404;     /* a name longer than NAME_MAX cannot exist */
     case EMFILE: case ENFILE: case ENOMEM: return 503;
     case EACCES: case EPERM: case EXDEV: case ELOOP: default: return 403;
     }

@@ -18,7 +18,9 @@
 #include "autoconfig.h"
 #include "config.h"
 #include "connection.h"
+#include "date_cache.h"
 #include "depot.h"
+#include "filecache.h"
 #include "park.h"
 #include "log.h"
 #include "spawn.h"
@@ -86,6 +88,18 @@ static void *drain_main(void *arg)
             worker_exit();
         }
         pth_nap(pth_time(0, 20000));
+    }
+    return NULL;
+}
+
+/* Once a second: a file deleted or replaced on disk is let go by the cache
+ * even when nobody asks for it again, so its blocks are freed. */
+static void *cache_sweep_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pth_nap(pth_time(1, 0));
+        filecache_sweep(date_cache_time());
     }
     return NULL;
 }
@@ -256,6 +270,10 @@ void worker_main(const struct worker_setup *ws)
     life_fd = ws->life_fd;
     if (spawn_detached("signals", 32 * 1024, signal_main, &life_fd) == NULL) {
         log_errno(LOG_ERROR, "worker: cannot start the signal thread");
+        fail();
+    }
+    if (cfg.cache_entries > 0 && spawn_detached("cache sweep", 32 * 1024, cache_sweep_main, NULL) == NULL) {
+        log_errno(LOG_ERROR, "worker: cannot start the cache sweep thread");
         fail();
     }
     for (unsigned i = 1; i < ws->n_lfds; i++)

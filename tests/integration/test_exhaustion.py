@@ -5,7 +5,7 @@ import resource
 import socket
 import time
 
-from cowdtest import WRAPPER, TestFailure, TestSkip, check, eq, test
+from cowdtest import WRAPPER, TestFailure, TestSkip, check, eq, request, test
 
 LIMIT = 64
 
@@ -85,3 +85,35 @@ def _(srv):
             raise TestFailure("server did not recover after descriptors were freed")
         time.sleep(0.2)
     eq(r.body, b"Hello, world!\n", "body after recovery")
+
+
+def nofile_128():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+
+@test("exhaustion: the file cache never uses up the descriptors (many distinct files, low limit)",
+      ["--user", "root"])
+def _(srv):
+    # Before: every small cached file kept its descriptor open, so after about
+    # a hundred files under a limit of 128 every uncached file got 503 for good.
+    small = {"many/s%03d.txt" % i: b"small file %d\n" % i for i in range(300)}
+    large = {"many/l%02d.bin" % i: bytes([65 + i % 26]) * (40 * 1024) for i in range(60)}
+    for rel, body in list(small.items()) + list(large.items()):
+        srv.root.write(rel, body)
+    srv.kill()
+    srv.preexec = nofile_128
+    srv.start()
+    c = srv.conn()
+    for rel, body in list(small.items()) + list(large.items()) + list(small.items())[:20]:
+        c.send(request("GET", "/" + rel))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "GET /%s under a 128-descriptor limit" % rel)
+        eq(r.body, body, "body of /%s" % rel)
+    c.close()
+    # and the worker is not left near its limit: count its descriptors
+    workers = srv.children()
+    check(workers, "worker found")
+    if not os.path.isdir("/proc/%d/fd" % workers[0]):
+        return
+    n = len(os.listdir("/proc/%d/fd" % workers[0]))
+    check(n <= 128 // 4 + 24, "worker holds %d descriptors under a limit of 128" % n)

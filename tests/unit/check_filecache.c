@@ -65,7 +65,7 @@ static void teardown(void)
 
 START_TEST(hit_returns_snapshot_and_headers)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4096, 16), 0);
     write_file("a.txt", "hello world");
     ck_assert_ptr_null(get("a.txt", 100));
     struct fc_entry *e = put("a.txt", 100);
@@ -95,7 +95,7 @@ END_TEST
 
 START_TEST(big_file_is_sent_from_descriptor)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4, 16), 0);
     write_file("big.txt", "0123456789");
     struct fc_entry *e = put("big.txt", 100);
     ck_assert_ptr_nonnull(e);
@@ -109,7 +109,7 @@ END_TEST
 
 START_TEST(changed_file_is_noticed_after_validate_interval)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 5, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 5, 4096, 16), 0);
     write_file("c.txt", "short");
     filecache_release(put("c.txt", 100));
     write_file("c.txt", "a much longer content");
@@ -131,7 +131,7 @@ END_TEST
 
 START_TEST(replaced_file_is_noticed_even_with_same_size_and_time)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096, 16), 0);
     write_file("r.txt", "AAAA");
     filecache_release(put("r.txt", 100));
     write_file("r.tmp", "BBBB");
@@ -149,7 +149,7 @@ END_TEST
 
 START_TEST(deleted_file_is_dropped)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096, 16), 0);
     write_file("d.txt", "x");
     filecache_release(put("d.txt", 100));
     char p[300];
@@ -161,7 +161,7 @@ END_TEST
 
 START_TEST(lru_evicts_least_recently_used_entry)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 2, 1 << 20, 100, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 2, 1 << 20, 100, 4096, 16), 0);
     write_file("a", "1");
     write_file("b", "2");
     write_file("c", "3");
@@ -184,7 +184,7 @@ END_TEST
 
 START_TEST(byte_budget_is_respected)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 100, 2000, 100, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 100, 2000, 100, 4096, 16), 0);
     char content[901];
     memset(content, 'z', 900);
     content[900] = '\0';
@@ -204,14 +204,13 @@ END_TEST
 
 START_TEST(entry_in_use_survives_eviction)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 1, 1 << 20, 100, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 1, 1 << 20, 100, 4096, 16), 0);
     write_file("u1", "in use");
     write_file("u2", "other");
     struct fc_entry *e = put("u1", 100);           /* reference held: a sender */
     struct fc_entry *f = put("u2", 100);           /* no room: u1 is busy */
     ck_assert_ptr_null(f);
     ck_assert_int_eq(memcmp(e->data, "in use", 6), 0);
-    ck_assert_int_ne(fcntl(e->fd, F_GETFD), -1);
     filecache_release(e);
     f = put("u2", 100);                            /* now u1 can go */
     ck_assert_ptr_nonnull(f);
@@ -220,9 +219,103 @@ START_TEST(entry_in_use_survives_eviction)
 }
 END_TEST
 
+static int open_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        if (fcntl(fd, F_GETFD) != -1)
+            n++;
+    return n;
+}
+
+/* A file held in memory must not also hold a descriptor: with many small
+ * files the cache would use up the process's limit and every uncached file
+ * would then fail to open. */
+START_TEST(in_memory_entries_hold_no_descriptor)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 100, 1 << 20, 100, 4096, 16), 0);
+    int before = open_fds();
+    char name[16];
+    for (int i = 0; i < 50; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        write_file(name, "small");
+        struct fc_entry *e = put(name, 100);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(e->fd, -1);
+        filecache_release(e);
+    }
+    ck_assert_int_eq(open_fds(), before);
+    struct filecache_stats st;
+    filecache_stats(&st);
+    ck_assert_uint_eq(st.entries, 50);
+    struct fc_entry *e = get("s7", 100);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(memcmp(e->data, "small", 5), 0);
+    filecache_release(e);
+}
+END_TEST
+
+/* Entries sent from a descriptor are capped by max_fds, oldest out first,
+ * and filecache_shed_fds gives descriptors back on demand. */
+START_TEST(descriptor_holding_entries_are_capped)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 100, 1 << 20, 100, 4, 3), 0);
+    int before = open_fds();
+    char name[16];
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "b%d", i);
+        write_file(name, "0123456789");
+        struct fc_entry *e = put(name, 100);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_ge(e->fd, 0);
+        filecache_release(e);
+    }
+    ck_assert_int_eq(open_fds(), before + 3);
+    ck_assert_ptr_null(get("b0", 100));
+    struct fc_entry *e = get("b9", 100);
+    ck_assert_ptr_nonnull(e);                      /* the newest stay */
+    ck_assert_uint_eq(filecache_shed_fds(8), 2);    /* b9 is in use */
+    ck_assert_int_eq(open_fds(), before + 1);
+    filecache_release(e);
+    ck_assert_uint_eq(filecache_shed_fds(8), 1);
+    ck_assert_int_eq(open_fds(), before);
+}
+END_TEST
+
+START_TEST(permission_change_is_noticed)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096, 16), 0);
+    write_file("p.txt", "secret");
+    filecache_release(put("p.txt", 100));
+    ck_assert_int_eq(fchmodat(root_fd, "p.txt", 0, 0), 0);
+    ck_assert_ptr_null(get("p.txt", 100));
+}
+END_TEST
+
+/* A deleted file sent from a descriptor is let go by the sweep, without
+ * anyone requesting it again: its blocks are freed. */
+START_TEST(sweep_drops_deleted_files)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4, 16), 0);
+    write_file("gone", "0123456789");
+    write_file("kept", "0123456789");
+    filecache_release(put("gone", 100));
+    filecache_release(put("kept", 100));
+    int before = open_fds();
+    ck_assert_int_eq(unlinkat(root_fd, "gone", 0), 0);
+    filecache_sweep(100);                          /* not due yet */
+    ck_assert_int_eq(open_fds(), before);
+    filecache_sweep(101);
+    ck_assert_int_eq(open_fds(), before - 1);
+    struct fc_entry *e = get("kept", 101);
+    ck_assert_ptr_nonnull(e);
+    filecache_release(e);
+}
+END_TEST
+
 START_TEST(disabled_cache_caches_nothing)
 {
-    ck_assert_int_eq(filecache_init(root_fd, 0, 1 << 20, 1, 4096), 0);
+    ck_assert_int_eq(filecache_init(root_fd, 0, 1 << 20, 1, 4096, 16), 0);
     write_file("n", "n");
     ck_assert_ptr_null(put("n", 100));
     ck_assert_ptr_null(get("n", 100));
@@ -243,6 +336,10 @@ int main(void)
     tcase_add_test(tc, byte_budget_is_respected);
     tcase_add_test(tc, entry_in_use_survives_eviction);
     tcase_add_test(tc, disabled_cache_caches_nothing);
+    tcase_add_test(tc, in_memory_entries_hold_no_descriptor);
+    tcase_add_test(tc, descriptor_holding_entries_are_capped);
+    tcase_add_test(tc, permission_change_is_noticed);
+    tcase_add_test(tc, sweep_drops_deleted_files);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
