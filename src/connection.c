@@ -351,8 +351,15 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
          * next request; once a byte arrives the head must be complete
          * within header_timeout (total, not per read: slowloris). */
         int started = c->in_end > c->in_start;
-        if (conn_stopping && c->requests > 0 && !started)
-            break;                  /* graceful stop: no waiting for another request */
+        if (conn_stopping && c->requests > 0 && !started) {
+            /* graceful stop: no waiting for another request.  One may be
+             * pipelined in the socket, unread: end as when we close on our
+             * own, lingering, or the kernel's reset on close() would destroy
+             * the end of the response still in flight. */
+            c->close_after = 1;
+            c->server_closes = 1;
+            break;
+        }
         struct timeval wait_start;
         io_clock_now(&wait_start);
         if (started)

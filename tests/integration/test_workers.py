@@ -16,7 +16,7 @@ import threading
 import time
 
 import cowdtest
-from cowdtest import (HELLO, Closed, Server, TestFailure, TestSkip, check, eq, request, test)
+from cowdtest import (BIG_SIZE, HELLO, Closed, Server, TestFailure, TestSkip, check, eq, request, test)
 
 
 # ---------------------------------------------------------------------------
@@ -351,6 +351,57 @@ def _(shared):
             pass
     finally:
         finish(srv)
+
+
+def pipelined_stop(shared, sig):
+    """A response in progress with the next request pipelined behind it (not
+    yet read by the server) when sig arrives: the response must arrive whole.
+    Before the fix the worker closed with that request unread, and the
+    kernel's reset destroyed the tail of the response still in flight."""
+    srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", "30"])
+    try:
+        workers_of(srv, 1)
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(10)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(request("GET", "/big.bin"))
+        got = bytearray(s.recv(1000))
+        time.sleep(0.3)
+        s.sendall(request("GET", "/hello.txt"))
+        time.sleep(0.1)
+        srv.proc.send_signal(sig)
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        except ConnectionResetError:
+            raise TestFailure("connection reset after %d bytes of the response" % len(got))
+        s.close()
+        head, _, rest = bytes(got).partition(b"\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 200 "), "status: %r" % head[:40])
+        check(len(rest) >= BIG_SIZE, "body cut short: %d of %d bytes" % (len(rest), BIG_SIZE))
+        block = shared.root.big_block
+        for i in range(0, BIG_SIZE, len(block)):
+            if rest[i:i + len(block)] != block:
+                raise TestFailure("body differs in the MiB at %d" % i)
+        # the pipelined request may be answered (with Connection: close) or not
+        tail = rest[BIG_SIZE:]
+        check(tail == b"" or tail.startswith(b"HTTP/1.1 200 "), "after the body: %r" % tail[:60])
+    finally:
+        finish(srv)
+
+
+@test("workers: SIGTERM with a request pipelined behind a transfer: the transfer completes")
+def _(shared):
+    pipelined_stop(shared, signal.SIGTERM)
+
+
+@test("workers: SIGHUP with a request pipelined behind a transfer: the transfer completes")
+def _(shared):
+    pipelined_stop(shared, signal.SIGHUP)
 
 
 @test("workers: after SIGTERM a request on a kept-alive connection gets Connection: close")
