@@ -61,6 +61,13 @@ int daemon_detach(void)
     return 0;
 }
 
+void daemon_close_ready_pipe(void)
+{
+    if (ready_fd >= 0)
+        close(ready_fd);
+    ready_fd = -1;
+}
+
 void daemon_ready(void)
 {
     if (ready_fd < 0)

@@ -10,6 +10,9 @@
 int daemon_detach(void);
 /* Tells the waiting parent that start-up succeeded (no-op if not detached). */
 void daemon_ready(void);
+/* In a worker: closes its copy of the pipe, so that the parent is not kept
+ * waiting by it if the master dies. */
+void daemon_close_ready_pipe(void);
 
 /* Writes getpid() to path (0, or -1 logged); daemon_remove_pid_file() at exit. */
 int daemon_write_pid_file(const char *path);

@@ -48,8 +48,31 @@ static const char *absolute(const char *path)
     return p;
 }
 
+/* A supervisor may start us with standard input, output or error closed.
+ * The next files we open would then take descriptors 0-2, and --daemon's
+ * redirection of those to /dev/null would replace the error log or a listen
+ * socket.  Fill any gap with /dev/null first. */
+static int ensure_standard_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0)
+            return -1;
+        if (null != fd) {               /* cannot happen: the lowest is taken */
+            close(null);
+            errno = EBADF;
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (ensure_standard_fds() < 0)
+        return EXIT_FAILURE;            /* nowhere to say so */
     int rc = config_parse(argc, argv);
     if (rc != 0)
         return rc > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
@@ -58,6 +81,7 @@ int main(int argc, char **argv)
     cfg.access_log = absolute(cfg.access_log);
     cfg.pid_file = absolute(cfg.pid_file);
     cfg.mime_types = absolute(cfg.mime_types);
+    cfg.chroot_dir = absolute(cfg.chroot_dir);
     if (cfg.chroot_dir == NULL)
         cfg.root = absolute(cfg.root);
 
@@ -76,14 +100,14 @@ int main(int argc, char **argv)
         log_errno(LOG_ERROR, "cannot load MIME types from %s", cfg.mime_types);
         return EXIT_FAILURE;
     }
-    if (cfg.chroot_dir == NULL) {
-        int fd = open(cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
-            log_errno(LOG_ERROR, "document root %s", cfg.root);
-            return EXIT_FAILURE;
-        }
-        close(fd);
+    /* the root inside a chroot is checked by the workers, once in it */
+    const char *dir = cfg.chroot_dir != NULL ? cfg.chroot_dir : cfg.root;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        log_errno(LOG_ERROR, "%s %s", cfg.chroot_dir != NULL ? "--chroot" : "document root", dir);
+        return EXIT_FAILURE;
     }
+    close(dfd);
     struct privileges priv;
     if (privileges_resolve(&priv) < 0)
         return EXIT_FAILURE;

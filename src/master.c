@@ -24,6 +24,12 @@
 #include "worker.h"
 
 #define QUICK_DEATH   10.0      /* a worker that dies sooner than this is backed off */
+/* A worker writes its pid to the ready pipe once it serves (it cannot
+ * signal the master after dropping privileges); one that has not after this
+ * long is taken as ready anyway. */
+#define READY_FALLBACK 10.0
+#define READY_POLL     0.02     /* the pipe is polled while a worker is starting */
+#define STARTUP_WAIT  10.0      /* --daemon detaches by then even if a worker is not serving */
 #define BACKOFF_FIRST 0.1
 #define BACKOFF_MAX   30.0
 
@@ -32,17 +38,22 @@ struct slot {
     double started;             /* when it was forked */
     double backoff;             /* seconds; 0 = restart at once */
     double restart_at;          /* > 0: fork a new worker then */
-    int ever_ran;               /* some worker of this slot lived QUICK_DEATH */
+    int ever_ran;               /* some worker of this slot was ready or lived QUICK_DEATH */
+    int ready;                  /* the current worker said it is serving */
 };
 
-struct old_worker { pid_t pid; unsigned slot; };
+/* Replaced by SIGHUP: serves on until its slot's new worker is ready, then
+ * is stopped gracefully, and killed if it has not ended well after that. */
+struct old_worker { pid_t pid; unsigned slot; double started; double kill_at; int stopped; };
 
 static const struct master_setup *setup;
 static struct slot *slots;
 static struct old_worker *old;      /* replaced by SIGHUP, still stopping */
 static unsigned n_old, old_cap;
 static int life[2] = { -1, -1 };
+static int ready_pipe[2] = { -1, -1 };
 static int stopping;
+static int give_up;                 /* a worker cannot start at all */
 
 static double now_s(void)
 {
@@ -81,7 +92,10 @@ static pid_t spawn(unsigned s)
     if (pid == 0) {
         struct worker_setup ws;
         close(life[1]);
+        daemon_close_ready_pipe();      /* only the master reports start-up */
+        close(ready_pipe[0]);
         ws.life_fd = life[0];
+        ws.ready_fd = ready_pipe[1];
         ws.priv = setup->priv;
         ws.n_lfds = setup->n_listen;
         if (setup->per_worker_sockets) {
@@ -99,6 +113,7 @@ static pid_t spawn(unsigned s)
     slots[s].pid = pid;
     slots[s].started = now_s();
     slots[s].restart_at = 0;
+    slots[s].ready = 0;
     log_msg(LOG_INFO, "worker %ld started (slot %u)", (long)pid, s);
     return pid;
 }
@@ -141,8 +156,35 @@ static void describe(int status, char *buf, size_t len)
         snprintf(buf, len, "ended with wait status %#x", (unsigned)status);
 }
 
-/* Returns -1 when the master must give up (workers cannot start at all). */
-static int reap(void)
+static void mark_ready(unsigned s)
+{
+    slots[s].ready = 1;
+    slots[s].ever_ran = 1;
+}
+
+/* The new worker of slot s cannot start after a SIGHUP: if the worker it was
+ * to replace is still serving, that one takes the slot back.  A reload with a
+ * broken configuration (say, the root gone) then changes nothing. */
+static int restore_old(unsigned s, pid_t failed)
+{
+    for (unsigned i = 0; i < n_old; i++)
+        if (old[i].slot == s && !old[i].stopped) {
+            log_msg(LOG_ERROR, "SIGHUP: the new worker %ld (slot %u) cannot start (see above); "
+                    "old worker %ld keeps serving", (long)failed, s, (long)old[i].pid);
+            slots[s].pid = old[i].pid;
+            slots[s].started = old[i].started;
+            slots[s].restart_at = 0;
+            slots[s].backoff = 0;
+            mark_ready(s);
+            old[i] = old[--n_old];
+            return 1;
+        }
+    return 0;
+}
+
+/* Reaps every child that has ended.  A worker that cannot start, in a slot
+ * none ever served from, sets give_up: the master must stop. */
+static void reap(void)
 {
     int status;
     pid_t pid;
@@ -171,10 +213,14 @@ static int reap(void)
             double lived = now_s() - sl->started;
             if (lived >= QUICK_DEATH)
                 sl->ever_ran = 1;
-            if (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CONFIG && !sl->ever_ran) {
+            int cannot_start = WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CONFIG;
+            if (cannot_start && !sl->ready && restore_old(s, pid))
+                break;
+            if (cannot_start && !sl->ever_ran) {
                 log_msg(LOG_ERROR, "worker %ld (slot %u) cannot start (see above); giving up",
                         (long)pid, s);
-                return -1;
+                give_up = 1;
+                break;
             }
             if (lived >= QUICK_DEATH)
                 sl->backoff = 0;
@@ -191,7 +237,47 @@ static int reap(void)
         if (!found)
             log_msg(LOG_DEBUG, "reaped unknown child %ld: %s", (long)pid, how);
     }
-    return 0;
+}
+
+/* Once a slot's new worker is ready, the old worker it replaces stops
+ * gracefully; one that outlives its --shutdown-timeout is killed. */
+static void retire_old(double t)
+{
+    for (unsigned s = 0; s < cfg.workers; s++)
+        if (slots[s].pid > 0 && !slots[s].ready && t - slots[s].started >= READY_FALLBACK)
+            mark_ready(s);
+    for (unsigned i = 0; i < n_old; i++) {
+        struct old_worker *o = &old[i];
+        if (!o->stopped && slots[o->slot].pid > 0 && slots[o->slot].ready) {
+            o->stopped = 1;
+            o->kill_at = t + cfg.shutdown_timeout + 5;
+            if (kill(o->pid, SIGTERM) < 0 && errno != ESRCH)
+                log_errno(LOG_WARN, "cannot stop old worker %ld", (long)o->pid);
+        } else if (o->stopped && t >= o->kill_at) {
+            log_msg(LOG_ERROR, "old worker %ld did not stop within --shutdown-timeout + 5 s; killing it",
+                    (long)o->pid);
+            o->kill_at = t + 3600;
+            if (kill(o->pid, SIGKILL) < 0 && errno != ESRCH)
+                log_errno(LOG_WARN, "cannot kill old worker %ld", (long)o->pid);
+        }
+    }
+}
+
+static void read_ready_pipe(void)
+{
+    pid_t pid;
+    while (read(ready_pipe[0], &pid, sizeof pid) == (ssize_t)sizeof pid)
+        for (unsigned s = 0; s < cfg.workers; s++)
+            if (slots[s].pid > 0 && slots[s].pid == pid)
+                mark_ready(s);
+}
+
+static int all_ready(void)
+{
+    for (unsigned s = 0; s < cfg.workers; s++)
+        if (slots[s].pid <= 0 || !slots[s].ready)
+            return 0;
+    return 1;
 }
 
 static void reopen_logs(void)
@@ -220,22 +306,22 @@ static void restart_workers(void)
         log_msg(LOG_ERROR, "SIGHUP: %u old workers are still stopping; try again later", n_old);
         return;
     }
-    log_msg(LOG_INFO, "SIGHUP: starting new workers, stopping the old ones gracefully");
-    unsigned first_old = n_old;
+    log_msg(LOG_INFO, "SIGHUP: starting new workers; each old one stops gracefully once its "
+            "replacement is ready");
     for (unsigned s = 0; s < cfg.workers; s++) {
         if (slots[s].pid > 0) {
-            old[n_old].pid = slots[s].pid;
-            old[n_old].slot = s;
-            n_old++;
+            struct old_worker *o = &old[n_old++];
+            o->pid = slots[s].pid;
+            o->slot = s;
+            o->started = slots[s].started;
+            o->stopped = 0;
+            o->kill_at = 0;
         }
         slots[s].pid = 0;
         slots[s].backoff = 0;
         if (spawn(s) < 0)
             slots[s].restart_at = now_s() + 1;
     }
-    for (unsigned i = first_old; i < n_old; i++)
-        if (kill(old[i].pid, SIGTERM) < 0 && errno != ESRCH)
-            log_errno(LOG_WARN, "cannot stop old worker %ld", (long)old[i].pid);
 }
 
 int master_run(const struct master_setup *ms)
@@ -249,7 +335,9 @@ int master_run(const struct master_setup *ms)
         return EXIT_FAILURE;
     }
     if (pipe(life) < 0 || fcntl(life[0], F_SETFD, FD_CLOEXEC) < 0 ||
-        fcntl(life[1], F_SETFD, FD_CLOEXEC) < 0) {
+        fcntl(life[1], F_SETFD, FD_CLOEXEC) < 0 || pipe(ready_pipe) < 0 ||
+        fcntl(ready_pipe[0], F_SETFD, FD_CLOEXEC) < 0 || fcntl(ready_pipe[1], F_SETFD, FD_CLOEXEC) < 0 ||
+        fcntl(ready_pipe[0], F_SETFL, O_NONBLOCK) < 0) {
         log_errno(LOG_ERROR, "master: pipe");
         return EXIT_FAILURE;
     }
@@ -259,12 +347,26 @@ int master_run(const struct master_setup *ms)
 
     sigset_t set;
     master_signal_set(&set);
-    double ready_at = now_s() + 0.3, kill_at = 0;
+    double kill_at = 0, started_at = now_s();
     int ready = 0, rc = EXIT_SUCCESS;
     for (;;) {
+        reap();                 /* also here: one SIGCHLD may stand for several children */
+        if (give_up && !stopping) {
+            stopping = 1;
+            rc = EXIT_FAILURE;
+            kill_at = now_s() + cfg.shutdown_timeout + 5;
+            signal_all(SIGTERM);
+            close_listeners();
+        }
+        read_ready_pipe();
         double t = now_s();
-        if (!ready && t >= ready_at) {
-            daemon_ready();     /* `cowd --daemon` returns 0 once workers survived start-up */
+        if (!stopping)
+            retire_old(t);
+        if (!ready && !stopping && (all_ready() || t >= started_at + STARTUP_WAIT)) {
+            if (!all_ready())
+                log_msg(LOG_WARN, "not every worker is serving %.0f s after start (see above); "
+                        "detaching anyway", STARTUP_WAIT);
+            daemon_ready();     /* `cowd --daemon` returns 0 once every worker is serving */
             ready = 1;
         }
         if (stopping && alive() == 0)
@@ -274,7 +376,15 @@ int master_run(const struct master_setup *ms)
             signal_all(SIGKILL);
             kill_at = t + 3600;
         }
-        double next = ready ? t + 1 : ready_at;
+        double next = t + 1;
+        if (!ready && started_at + STARTUP_WAIT < next)
+            next = started_at + STARTUP_WAIT;
+        for (unsigned s = 0; s < cfg.workers; s++)
+            if (slots[s].pid > 0 && !slots[s].ready && t + READY_POLL < next)
+                next = t + READY_POLL;
+        for (unsigned i = 0; i < n_old; i++)
+            if (old[i].stopped && old[i].kill_at < next)
+                next = old[i].kill_at;
         if (stopping && kill_at < next)
             next = kill_at;
         for (unsigned s = 0; s < cfg.workers && !stopping; s++) {
@@ -299,13 +409,7 @@ int master_run(const struct master_setup *ms)
         }
         switch (sig) {
         case SIGCHLD:
-            if (reap() < 0 && !stopping) {
-                stopping = 1;
-                rc = EXIT_FAILURE;
-                kill_at = now_s() + cfg.shutdown_timeout + 5;
-                signal_all(SIGTERM);
-            }
-            break;
+            break;              /* reaped at the top of the loop */
         case SIGTERM:
         case SIGINT:
             if (!stopping) {

@@ -282,6 +282,12 @@ void worker_main(const struct worker_setup *ws)
             fail();
         }
     log_msg(LOG_DEBUG, "worker ready: %u handler threads", cfg.threads);
+    /* on SIGHUP the old worker of this slot stops only now, and --daemon
+     * reports success only now (a write below PIPE_BUF is atomic) */
+    pid_t self = getpid();
+    if (write(ws->ready_fd, &self, sizeof self) != (ssize_t)sizeof self)
+        log_errno(LOG_WARN, "worker: cannot tell the master it is ready");
+    close(ws->ready_fd);
     acceptor_run(ws->lfds[0], depot);
     /* stopped: the drain thread ends the process */
     if (!stop_started)

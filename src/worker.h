@@ -4,6 +4,7 @@
 #ifndef COWD_WORKER_H
 #define COWD_WORKER_H
 
+
 struct privileges;
 
 /* Exit status of a worker that cannot start (bad root, chroot, credentials):
@@ -14,6 +15,7 @@ struct worker_setup {
     const int *lfds;            /* listen sockets this worker accepts on */
     unsigned n_lfds;
     int life_fd;                /* read end of the master's pipe: EOF = master gone */
+    int ready_fd;               /* write end of the master's ready pipe: our pid once serving */
     const struct privileges *priv;
 };
 

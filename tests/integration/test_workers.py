@@ -680,6 +680,159 @@ def _(shared):
         finish(srv)
 
 
+@test("workers: SIGHUP while the root is missing: the old workers keep serving")
+def _(shared):
+    # Before: the old workers were stopped at once, the new ones could not
+    # start, and the master gave up: one reload took the whole server down.
+    d = tempfile.mkdtemp(prefix="cowd-hup-", dir=shared.root.tmp)
+    os.chmod(d, 0o755)
+    www = os.path.join(d, "www")
+    os.mkdir(www)
+    os.chmod(www, 0o755)
+    with open(os.path.join(www, "hello.txt"), "wb") as f:
+        f.write(HELLO)
+    os.chmod(os.path.join(www, "hello.txt"), 0o644)
+    srv = start(shared.root, ["--workers", "2"], root_dir=www)
+    try:
+        old = sorted(workers_of(srv, 2))
+        os.rename(www, www + ".away")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: error_log(srv).count("keeps serving") >= 2, 10 * cowdtest.SLOW,
+                 "the reload to be abandoned")
+        time.sleep(0.3)
+        check(srv.proc.poll() is None, "the master exited: %s" % error_log(srv)[-800:])
+        eq(sorted(workers_of(srv, 2)), old, "workers after the failed reload")
+        for _ in range(4):
+            eq(get_one(srv.port, "/hello.txt").body, HELLO, "served after the failed reload")
+        # with the root back, the next reload replaces them
+        os.rename(www + ".away", www)
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: (lambda c: c if len(c) == 2 and not set(c) & set(old) else None)(
+            children(srv.proc.pid)), 10 * cowdtest.SLOW, "the old workers to be replaced")
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served after the second reload")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        if os.path.isdir(www + ".away"):
+            os.rename(www + ".away", www)
+        finish(srv)
+
+
+def jail(shared):
+    d = tempfile.mkdtemp(prefix="cowd-jail-", dir=shared.root.tmp)
+    os.chmod(d, 0o755)
+    return d
+
+
+@test("workers: eight workers that cannot start at once: the master exits 1 promptly, none left")
+def _(shared):
+    if os.geteuid() != 0:
+        raise TestSkip("--chroot needs root")
+    # Before: reap() gave up at the first failed worker and never reaped the
+    # others; with their SIGCHLD already taken, the master could wait for
+    # those zombies for ever.
+    for attempt in range(3):
+        p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
+                              "--chroot", jail(shared), "--root", "/nonexistent", "--workers", "8",
+                              "--shutdown-timeout", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = p.communicate(timeout=10 * cowdtest.SLOW)
+        except subprocess.TimeoutExpired:
+            kids = children(p.pid)
+            finish_pids = kids + [p.pid]
+            for pid in finish_pids:
+                os.kill(pid, signal.SIGKILL)
+            p.wait()
+            raise TestFailure("master still running 10 s after its workers failed (attempt %d)" % attempt)
+        eq(p.returncode, 1, "exit status")
+        check(b"giving up" in err, "message: %r" % err[-300:])
+
+
+@test("workers: --daemon reports success only once the workers serve")
+def _(shared):
+    if os.geteuid() != 0:
+        raise TestSkip("--chroot needs root")
+    # a MIME table big enough that a worker takes a while to load it, then
+    # fails (no root inside the chroot): before, --daemon said success 0.3 s
+    # after forking the workers, whatever became of them
+    d = jail(shared)
+    mt = os.path.join(d, "mime.types")
+    with open(mt, "w") as f:
+        for i in range(400000):
+            f.write("application/x-t%d ext%d e%da e%db\n" % (i, i, i, i))
+    os.chmod(mt, 0o644)
+    err = os.path.join(d, "error.log")
+    t0 = time.time()
+    rc = subprocess.call([cowdtest.COWD, "--daemon", "--error-log", err, "--mime-types", mt,
+                          "--listen", "127.0.0.1:%d" % cowdtest.free_port(), "--chroot", d,
+                          "--root", "/nonexistent"], timeout=30 * cowdtest.SLOW)
+    eq(rc, 1, "exit status of cowd --daemon whose worker cannot start (after %.1f s)" % (time.time() - t0))
+
+
+def close_standard_fds():
+    for fd in (0, 1, 2):
+        os.close(fd)
+
+
+@test("workers: --daemon started with descriptors 0-2 closed still logs and serves")
+def _(shared):
+    # Before: the error log or the listen socket took descriptor 0-2, and
+    # --daemon's redirection to /dev/null replaced it.
+    d = tempfile.mkdtemp(prefix="cowd-daemon-", dir=shared.root.tmp)
+    pidf = os.path.join(d, "cowd.pid")
+    err = os.path.join(d, "error.log")
+    port = cowdtest.free_port()
+    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", pidf, "--error-log", err,
+                          "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path],
+                         preexec_fn=close_standard_fds, timeout=10)
+    eq(rc, 0, "exit status of cowd --daemon")
+    pid = None
+    try:
+        with open(pidf) as f:
+            pid = int(f.read().strip())
+        eq(get_one(port, "/hello.txt").body, HELLO, "served by the daemon")
+        os.kill(pid, signal.SIGUSR2)
+        wait_for(lambda: "SIGUSR2: ignored" in open(err).read(), 5, "the error log to be written")
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the master to exit")
+    finally:
+        if pid is not None and os.path.exists("/proc/%d" % pid):
+            for p in children(pid):
+                os.kill(p, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+
+
+@test("workers: --daemon with a relative --chroot")
+def _(shared):
+    if os.geteuid() != 0:
+        raise TestSkip("--chroot needs root")
+    # Before: --daemon's chdir("/") came first, and the workers could not find "jail"
+    d = jail(shared)
+    os.mkdir(os.path.join(d, "www"))
+    os.chmod(os.path.join(d, "www"), 0o755)
+    with open(os.path.join(d, "www", "hello.txt"), "wb") as f:
+        f.write(HELLO)
+    os.chmod(os.path.join(d, "www", "hello.txt"), 0o644)
+    pidf = os.path.join(d, "cowd.pid")
+    port = cowdtest.free_port()
+    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", "cowd.pid", "--error-log", "error.log",
+                          "--listen", "127.0.0.1:%d" % port, "--chroot", ".", "--root", "/www"],
+                         cwd=d, timeout=10)
+    eq(rc, 0, "exit status of cowd --daemon")
+    pid = None
+    try:
+        with open(pidf) as f:
+            pid = int(f.read().strip())
+        eq(get_one(port, "/hello.txt").body, HELLO, "served from the chroot")
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the master to exit")
+    finally:
+        if pid is not None and os.path.exists("/proc/%d" % pid):
+            for p in children(pid):
+                os.kill(p, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+
+
 @test("workers: SIGUSR2 (nginx's binary upgrade) is ignored with a warning, by master and worker")
 def _(shared):
     # its default action once killed the master, and the workers with it
