@@ -263,8 +263,9 @@ int config_parse(int argc, char **argv)
         }
         case OPT_ROOT: cfg.root = optarg; break;
         case OPT_INDEX:
-            if (optarg[0] == '\0' || strchr(optarg, '/') != NULL)
-                return bad("index", optarg, "must be a plain file name");
+            if (optarg[0] == '\0' || strchr(optarg, '/') != NULL || strcmp(optarg, ".") == 0 ||
+                strcmp(optarg, "..") == 0 || strlen(optarg) > 255)
+                return bad("index", optarg, "must be a plain file name of at most 255 bytes, not . or ..");
             cfg.index_name = optarg;
             break;
         case OPT_LISTING:

@@ -48,7 +48,8 @@ void *conn_create(unsigned index, void *arg)
     if (c == NULL)
         return NULL;
     c->in_cap = cfg.max_header_size;
-    c->path_cap = cfg.max_uri + 2;
+    /* the normalized path, then "/" and the index file name for a directory */
+    c->path_cap = cfg.max_uri + 2 + 1 + strlen(cfg.index_name);
     c->scratch_cap = CONN_SCRATCH_SIZE;
     c->in = malloc(c->in_cap);
     c->path = malloc(c->path_cap);

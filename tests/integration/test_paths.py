@@ -165,6 +165,21 @@ def _(srv):
     srv.assert_alive()
 
 
+LONG_INDEX = "i" * 250
+
+
+@test("path: a long --index with a short --max-uri", args=["--max-uri", "64", "--index", LONG_INDEX])
+def _(srv):
+    # Before: the room left for the index name was computed in size_t and
+    # wrapped, and the name was copied past the end of the path buffer (a
+    # heap overflow the sanitizer build reports).
+    srv.root.write("d" * 40 + "/" + LONG_INDEX, b"long index\n")
+    eq(srv.get("/" + "d" * 40 + "/").body, b"long index\n", "the long index file")
+    eq(srv.get("/").status_line, "HTTP/1.1 403 Forbidden", "a directory without it")
+    eq(srv.get("/" + "e" * 50).status_line, "HTTP/1.1 404 Not Found", "a path near --max-uri")
+    srv.assert_alive()
+
+
 @test("path: long path redirect for a directory", args=["--max-uri", "200"])
 def _(srv):
     srv.root.write("d" * 100 + "/index.html", b"deep\n")
