@@ -111,6 +111,18 @@ int buff_flush(struct buff *b)
     return flush_pending(b, 0);
 }
 
+int buff_flush_interim(struct buff *b)
+{
+    if (b->failed)
+        return -1;
+    /* not "more": the client waits for this before it sends anything else */
+    int closing = b->closing;
+    b->closing = 0;
+    int rc = flush_pending(b, 0);
+    b->closing = closing;
+    return rc;
+}
+
 int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
 {
     if (b->failed)

@@ -289,7 +289,7 @@ static void handle_request(struct conn *c, struct http_request *req)
             return;
         }
         buff_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-        buff_flush(&c->out);
+        buff_flush_interim(&c->out);
     }
     st = conn_discard_body(c, req);
     timerclear(&c->waiter.guard_since);     /* the request is in: sends have their own rule */

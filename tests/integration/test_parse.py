@@ -1,5 +1,8 @@
 """Request parsing and message framing (RFC 9112), hostile inputs."""
 
+import time
+
+import cowdtest
 from cowdtest import (DIGITS, HELLO, NUMBERED, check, eq, request, test)
 
 LIMITS = ["--max-headers", "10", "--max-uri", "200", "--max-header-size", "2048"]
@@ -232,6 +235,24 @@ def _(srv):
         eq(r.status_line, "HTTP/1.1 200 OK", "final")
         eq(r.body, NUMBERED[1], "final body")
         eq(c.response().body, NUMBERED[2], "next request")
+
+
+@test("expect: 100-continue on a request that also says Connection: close is not held back")
+def _(srv):
+    # Before: the 100 went out with MSG_MORE (the connection was closing),
+    # and the kernel held it about 200 ms waiting for more.
+    for _ in range(3):
+        with srv.conn() as c:
+            t0 = time.time()
+            c.send(request("GET", "/n1.txt", ["Content-Length: 4", "Expect: 100-continue",
+                                              "Connection: close"]))
+            r = c.response(interim=True)
+            took = time.time() - t0
+            eq(r.status_line, "HTTP/1.1 100 Continue", "interim")
+            check(took < 0.1 * cowdtest.SLOW, "the 100 took %.0f ms" % (took * 1000))
+            c.send(b"abcd")
+            eq(c.response().body, NUMBERED[1], "final body")
+            c.expect_closed()
 
 
 @test("expect: 100-continue without a body gets no 100")
