@@ -251,9 +251,10 @@ void accesslog_write(const struct conn *c, const struct http_request *req, uint6
     }
     *o++ = '"';
     *o++ = ' ';
+    /* no response begun: the client went away first (nginx's 499) */
     int st = c->status;
     if (st < 100 || st > 999)
-        st = 0;
+        st = 499;
     *o++ = (char)('0' + st / 100);
     *o++ = (char)('0' + st / 10 % 10);
     *o++ = (char)('0' + st % 10);

@@ -31,7 +31,9 @@ static int send_iov(struct buff *b, struct iovec *iov, int n, int more)
     for (int i = 0; i < n; i++)
         total += iov[i].iov_len;
     b->syscalls++;
-    if (io_writev_all(b->waiter, b->fd, iov, n, b->timeout, more || b->closing) < 0) {
+    size_t written;
+    if (io_writev_all(b->waiter, b->fd, iov, n, b->timeout, more || b->closing, &written) < 0) {
+        b->bytes_sent += written;       /* the access log counts what left */
         b->failed = 1;
         return -1;
     }
@@ -132,9 +134,11 @@ int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
     if (len == 0)
         return 0;
     b->syscalls++;
+    off_t start = offset;
     if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout,
                         b->sendfile_chunk) < 0) {
         b->file_shrank = errno == ENODATA;
+        b->bytes_sent += (uint64_t)(offset - start);   /* what left, for the access log */
         b->failed = 1;
         return -1;
     }

@@ -411,7 +411,9 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             }
             if (rr == READ_TIMEOUT && started) {
                 c->close_after = 1;
+                uint64_t mark = accesslog_mark(c);
                 response_error(c, NULL, 408, NULL, NULL);
+                accesslog_request(c, NULL, mark);
                 /* no lingering for a client this slow (slowloris): the
                  * 408 may be lost to a reset, the handler is not */
                 c->in_start = c->in_end;
@@ -433,6 +435,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         c->close_after = !req.keep_alive || c->server_closes;
         c->out.closing = c->close_after;
         uint64_t mark = accesslog_mark(c);
+        c->status = 0;              /* stays 0 if the request gets no response */
         handle_request(c, &req);
         accesslog_request(c, &req, mark);
         if (c->out.failed) {

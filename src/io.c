@@ -205,8 +205,12 @@ static int wait_writable(struct io_waiter *w, int fd, const struct timeval *dead
 }
 
 int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
-                  unsigned timeout, int more)
+                  unsigned timeout, int more, size_t *written)
 {
+    size_t ignored;
+    if (written == NULL)
+        written = &ignored;
+    *written = 0;
     struct timeval deadline;
     int have_deadline = 0;
     struct send_progress sp = { { 0, 0 }, 0 };
@@ -239,6 +243,7 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
         have_deadline = 0;   /* progress: the send timeout starts again */
         if (timerisset(&sp.start))
             sp.sent += (uint64_t)n;
+        *written += (size_t)n;
         while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
             n -= (ssize_t)iov->iov_len;
             iov++;
@@ -282,7 +287,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
             return -1;
         }
         struct iovec iov = { block, (size_t)r };
-        if (io_writev_all(w, fd, &iov, 1, timeout, 0) < 0)
+        if (io_writev_all(w, fd, &iov, 1, timeout, 0, NULL) < 0)
             return -1;
         n = r;
         *offset += r;

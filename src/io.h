@@ -82,9 +82,10 @@ ssize_t io_read(struct io_waiter *w, int fd, void *buf, size_t len, const struct
 
 /* Sends the whole iovec array (modified in place), resuming partial writes.
  * `timeout` seconds without any progress fails with ETIMEDOUT.
- * `more`: hint that more data follows at once (MSG_MORE where supported). */
+ * `more`: hint that more data follows at once (MSG_MORE where supported).
+ * *written (if not NULL) gets the bytes sent, also when it fails. */
 int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
-                  unsigned timeout, int more);
+                  unsigned timeout, int more, size_t *written);
 
 /* Sends len bytes of file_fd from *offset (advanced) with sendfile(2), or
  * pread+write where sendfile is missing. Same timeout rule; errno ENODATA

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -504,6 +505,62 @@ def _(shared):
         lines = log_lines(path)
         eq(len(lines), 1, "lines flushed by the 1 s timer")
         check(COMMON_RE.match(lines[0]) is not None, "not Common Log Format: %r" % lines[0])
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+@test("workers: access log: unanswered requests, 408 and aborted transfers are logged as they went",
+      needs=["--access-log"])
+def _(shared):
+    # Before: a request left unanswered (its body never came) was logged with
+    # the previous response's status; a 408 was not logged at all; a transfer
+    # the client abandoned was logged with only the header's bytes.
+    path = os.path.join(shared.root.tmp, "access-truth.log")
+    srv = start(shared.root, ["--access-log", path, "--log-format", "common",
+                              "--header-timeout", "1", "--body-timeout", "1"])
+    try:
+        c = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        c.sendall(request("GET", "/no/such/file"))
+        time.sleep(0.3)
+        check(c.recv(65536).startswith(b"HTTP/1.1 404 "), "first response")
+        c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+        time.sleep(0.2)
+        c.close()                               # the body never comes
+        # a head that never completes: 408
+        c = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n")
+        data = b""
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            data += d
+        check(data.startswith(b"HTTP/1.1 408 "), "408: %r" % data[:40])
+        c.close()
+        # a 20 MB transfer abandoned after a few MB
+        c = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        c.sendall(request("GET", "/big.bin"))
+        got = 0
+        while got < 3 * 1024 * 1024:
+            d = c.recv(65536)
+            check(d, "closed early")
+            got += len(d)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()                               # reset: the send fails
+        def lines_now():
+            ls = log_lines(path)
+            return ls if len(ls) >= 4 else None
+        lines = wait_for(lines_now, 10, "four access log lines")
+        fields = [COMMON_RE.match(l) for l in lines]
+        check(all(fields), "not Common Log Format: %r" % lines)
+        eq([(m.group("req"), m.group("status")) for m in fields],
+           [("GET /no/such/file HTTP/1.1", "404"), ("GET /hello.txt HTTP/1.1", "499"),
+            ("-", "408"), ("GET /big.bin HTTP/1.1", "200")], "requests and statuses")
+        sent = int(fields[3].group("bytes"))
+        check(got <= sent < BIG_SIZE, "bytes logged for the abandoned transfer: %d (client read %d)"
+              % (sent, got))
         eq(stop(srv), 0, "master exit status")
     finally:
         finish(srv)
