@@ -21,6 +21,7 @@ static void config_defaults(void)
 {
     memset(&cfg, 0, sizeof cfg);
     cfg.index_name = "index.html";
+    cfg.listing_max = 10000;
     cfg.log_level = LOG_INFO;
     cfg.threads = 256;
     cfg.stack_size = 64 * 1024;
@@ -50,7 +51,7 @@ static void config_defaults(void)
 }
 
 enum {
-    OPT_ROOT = 256, OPT_THREADS, OPT_FOREGROUND, OPT_INDEX, OPT_LISTING, OPT_SYMLINKS,
+    OPT_ROOT = 256, OPT_THREADS, OPT_FOREGROUND, OPT_INDEX, OPT_LISTING, OPT_LISTING_MAX, OPT_SYMLINKS,
     OPT_MIME, OPT_ERROR_LOG, OPT_LOG_LEVEL, OPT_STACK, OPT_KA_REQ, OPT_KA_TIMEOUT,
     OPT_HDR_TIMEOUT, OPT_BODY_TIMEOUT, OPT_SEND_TIMEOUT, OPT_MAX_URI, OPT_MAX_HDR_SIZE,
     OPT_MAX_HEADERS, OPT_MAX_RANGES, OPT_MAX_BODY, OPT_BACKLOG, OPT_VERSION,
@@ -67,6 +68,7 @@ static const struct option options[] = {
     { "foreground",             no_argument,       NULL, OPT_FOREGROUND },
     { "index",                  required_argument, NULL, OPT_INDEX },
     { "listing",                no_argument,       NULL, OPT_LISTING },
+    { "listing-max",            required_argument, NULL, OPT_LISTING_MAX },
     { "symlinks-outside-root",  no_argument,       NULL, OPT_SYMLINKS },
     { "mime-types",             required_argument, NULL, OPT_MIME },
     { "error-log",              required_argument, NULL, OPT_ERROR_LOG },
@@ -131,6 +133,8 @@ void config_usage(FILE *out)
 "      --root DIR               document root (default: the bundled demo site)\n"
 "      --index NAME             index file served for directories (default index.html)\n"
 "      --listing                list directories that have no index file" LISTING_BUILT "\n"
+"      --listing-max N          entries a listing shows, the first N by name; it says\n"
+"                               how many more there are (default 10000)\n"
 "      --symlinks-outside-root  follow symbolic links that lead out of the root\n"
 "                               (refused with 403 by default)\n"
 "      --mime-types FILE        MIME types file (default: the installed mime.types)\n"
@@ -268,6 +272,7 @@ int config_parse(int argc, char **argv)
                 return bad("index", optarg, "must be a plain file name of at most 255 bytes, not . or ..");
             cfg.index_name = optarg;
             break;
+        case OPT_LISTING_MAX: NUM(listing_max, 1, 1000000, 0); break;
         case OPT_LISTING:
 #ifdef COWD_LISTING
             cfg.listing = 1;

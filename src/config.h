@@ -19,6 +19,7 @@ struct config {
     unsigned    threads;            /* handler pool size */
     size_t      stack_size;         /* per handler thread */
     int         listing;
+    unsigned    listing_max;        /* entries shown in a listing */
     int         symlinks_outside;   /* follow symlinks that leave the root */
     unsigned    max_keepalive_requests;
     unsigned    keepalive_timeout;  /* seconds idle between requests */

@@ -1,5 +1,9 @@
-/* listing.c: directory listings.  Not on the fast path: it allocates (with
- * caps) because a directory's size is unknown in advance. */
+/* listing.c: directory listings.  Not on the fast path: it allocates the
+ * names (at most --listing-max of them) because a directory's size is unknown
+ * in advance.  The page itself is never built in memory: its length is
+ * computed first, then it is written piece by piece through the connection's
+ * output buffer, so a slow reader of a big listing holds no more memory than
+ * one of a small one. */
 #include "listing.h"
 
 #include <dirent.h>
@@ -10,77 +14,131 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pth.h>
+
+#include "config.h"
 #include "escape.h"
 #include "log.h"
 #include "response.h"
 
-#define LISTING_MAX_ENTRIES 10000
-
 struct entry { char *name; int is_dir; };
+
+static int name_cmp(const struct entry *a, const struct entry *b)
+{
+    return strcmp(a->name, b->name);
+}
 
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+    return name_cmp(a, b);
 }
 
-/* Appends to a growable buffer; -1 when out of memory. */
-struct sbuf { char *p; size_t len, cap; };
-
-/* Makes room for len more bytes (and a NUL); -1 when out of memory. */
-static int sb_reserve(struct sbuf *s, size_t len)
+/* entries[0..n) is a max-heap by name: with more names than the cap, the
+ * listing keeps the first cap of them in sorted order, and says how many
+ * more there are, instead of an arbitrary subset. */
+static void sift_down(struct entry *h, size_t n, size_t i)
 {
-    if (s->len + len + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 4096;
-        while (cap < s->len + len + 1)
-            cap *= 2;
-        char *np = realloc(s->p, cap);
-        if (np == NULL)
-            return -1;
-        s->p = np;
-        s->cap = cap;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, top = i;
+        if (l < n && name_cmp(&h[l], &h[top]) > 0) top = l;
+        if (r < n && name_cmp(&h[r], &h[top]) > 0) top = r;
+        if (top == i)
+            return;
+        struct entry t = h[i]; h[i] = h[top]; h[top] = t;
+        i = top;
     }
-    return 0;
 }
 
-static int sb_add(struct sbuf *s, const char *data, size_t len)
+static void sift_up(struct entry *h, size_t i)
 {
-    if (sb_reserve(s, len) < 0)
-        return -1;
-    memcpy(s->p + s->len, data, len);
-    s->len += len;
-    return 0;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (name_cmp(&h[i], &h[p]) <= 0)
+            return;
+        struct entry t = h[i]; h[i] = h[p]; h[p] = t;
+        i = p;
+    }
 }
 
-static int sb_str(struct sbuf *s, const char *str) { return sb_add(s, str, strlen(str)); }
-
-/* Escapes straight into the buffer, sized by a counting pass first: a name
- * of 255 '&' or '"' grows to 1275 or 1530 bytes, so a fixed temporary would
- * have to truncate names that are perfectly legal. */
-static int sb_html(struct sbuf *s, const char *str)
+/* A name the server would refuse in a request path (control bytes: 400)
+ * would be a dead link: it is not listed. */
+static int servable_name(const char *s)
 {
-    size_t len = strlen(str);
-    size_t need = html_escape(str, len, NULL, 0);
-    if (sb_reserve(s, need) < 0)
-        return -1;
-    s->len += html_escape(str, len, s->p + s->len, s->cap - s->len);
-    return 0;
+    for (; *s != '\0'; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
 }
 
-static int sb_href(struct sbuf *s, const char *str)
+/* The page is produced twice: once counting (out == NULL), once sending. */
+struct page { struct buff *out; uint64_t len; };
+
+static void put(struct page *pg, const char *s, size_t len)
 {
-    size_t len = strlen(str);
-    size_t need = url_escape_path(str, len, NULL, 0);
-    if (sb_reserve(s, need) < 0)
-        return -1;
-    s->len += url_escape_path(str, len, s->p + s->len, s->cap - s->len);
-    return 0;
+    pg->len += len;
+    if (pg->out != NULL)
+        buff_write(pg->out, s, len);
+}
+
+static void put_str(struct page *pg, const char *s) { put(pg, s, strlen(s)); }
+
+/* Escapes through a stack buffer in slices: a 255-byte name of '"' grows to
+ * 1530 bytes.  Slices never split a byte's escape (each input byte is
+ * escaped alone). */
+static void put_escaped(struct page *pg, const char *s, int href)
+{
+    char tmp[512];
+    size_t len = strlen(s);
+    while (len > 0) {
+        size_t take = len < 64 ? len : 64;     /* at most 6 bytes out per byte in */
+        size_t n = href ? url_escape_path(s, take, tmp, sizeof tmp)
+                        : html_escape(s, take, tmp, sizeof tmp);
+        put(pg, tmp, n);
+        s += take;
+        len -= take;
+    }
+}
+
+static void produce(struct page *pg, const char *dir_path, const struct entry *e, size_t n,
+                    unsigned long more)
+{
+    const char *slash = strcmp(dir_path, "/") == 0 ? "" : "/";
+    put_str(pg, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of ");
+    put_escaped(pg, dir_path, 0);
+    put_str(pg, slash);
+    put_str(pg, "</title></head>\n<body><h1>Index of ");
+    put_escaped(pg, dir_path, 0);
+    put_str(pg, slash);
+    put_str(pg, "</h1>\n<ul>\n");
+    if (*slash != '\0')
+        put_str(pg, "<li><a href=\"../\">../</a></li>\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *suffix = e[i].is_dir ? "/" : "";
+        put_str(pg, "<li><a href=\"");
+        put_escaped(pg, e[i].name, 1);
+        put_str(pg, suffix);
+        put_str(pg, "\">");
+        put_escaped(pg, e[i].name, 0);
+        put_str(pg, suffix);
+        put_str(pg, "</a></li>\n");
+        if (pg->out != NULL && pg->out->failed)
+            return;
+    }
+    put_str(pg, "</ul>\n");
+    if (more > 0) {
+        char note[96];
+        int k = snprintf(note, sizeof note, "<p>%lu more entries not listed (--listing-max %u).</p>\n",
+                         more, cfg.listing_max);
+        put(pg, note, (size_t)k);
+    }
+    put_str(pg, "</body></html>\n");
 }
 
 void listing_send(struct conn *c, const struct http_request *req, int dir_fd, const char *dir_path)
 {
     struct entry *entries = NULL;
     size_t n = 0, cap = 0;
-    struct sbuf html = { NULL, 0, 0 };
+    unsigned long more = 0, seen = 0;
     int ok = 0;
 
     int dfd = dup(dir_fd);
@@ -94,60 +152,77 @@ void listing_send(struct conn *c, const struct http_request *req, int dir_fd, co
     }
     struct dirent *de;
     while ((de = readdir(dir)) != NULL) {
-        if (de->d_name[0] == '.')   /* "." "..", and hidden files, as nginx autoindex */
+        if (de->d_name[0] == '.' || !servable_name(de->d_name))
+            continue;               /* "." "..", and hidden files, as nginx autoindex */
+        if (++seen % 256 == 0)
+            pth_yield(NULL);        /* a huge directory must not stall the other connections */
+        if (n == cfg.listing_max) {
+            /* full: the new name replaces the greatest kept, if smaller */
+            more++;
+            if (n == 0 || strcmp(de->d_name, entries[0].name) >= 0)
+                continue;
+            char *name = strdup(de->d_name);
+            if (name == NULL)
+                goto out;
+            free(entries[0].name);
+            entries[0].name = name;
+            entries[0].is_dir = -1;
+            sift_down(entries, n, 0);
             continue;
-        if (n == LISTING_MAX_ENTRIES)
-            break;
+        }
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 64;
+            if (ncap > cfg.listing_max)
+                ncap = cfg.listing_max;
             struct entry *ne = realloc(entries, ncap * sizeof *ne);
             if (ne == NULL)
                 goto out;
             entries = ne;
             cap = ncap;
         }
-        struct stat st;
-        entries[n].is_dir = fstatat(dir_fd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
         entries[n].name = strdup(de->d_name);
         if (entries[n].name == NULL)
             goto out;
+        /* the type from the directory itself where the file system gives it:
+         * no stat per entry */
+#ifdef DT_DIR
+        entries[n].is_dir = de->d_type == DT_DIR ? 1
+                            : de->d_type == DT_UNKNOWN || de->d_type == DT_LNK ? -1 : 0;
+#else
+        entries[n].is_dir = -1;
+#endif
         n++;
+        sift_up(entries, n - 1);
     }
     qsort(entries, n, sizeof *entries, by_name);
-
-    const char *slash = strcmp(dir_path, "/") == 0 ? "" : "/";
-    if (sb_str(&html, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of ") ||
-        sb_html(&html, dir_path) || sb_str(&html, slash) ||
-        sb_str(&html, "</title></head>\n<body><h1>Index of ") ||
-        sb_html(&html, dir_path) || sb_str(&html, slash) ||
-        sb_str(&html, "</h1>\n<ul>\n"))
-        goto out;
-    if (strcmp(dir_path, "/") != 0 && sb_str(&html, "<li><a href=\"../\">../</a></li>\n"))
-        goto out;
     for (size_t i = 0; i < n; i++) {
-        const char *suffix = entries[i].is_dir ? "/" : "";
-        if (sb_str(&html, "<li><a href=\"") || sb_href(&html, entries[i].name) ||
-            sb_str(&html, suffix) || sb_str(&html, "\">") || sb_html(&html, entries[i].name) ||
-            sb_str(&html, suffix) || sb_str(&html, "</a></li>\n"))
-            goto out;
+        if (entries[i].is_dir < 0) {
+            struct stat st;
+            entries[i].is_dir = fstatat(dir_fd, entries[i].name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+            if (i % 256 == 255)
+                pth_yield(NULL);
+        }
     }
-    if (sb_str(&html, "</ul>\n</body></html>\n"))
-        goto out;
     ok = 1;
 
+    struct page count = { NULL, 0 };
+    produce(&count, dir_path, entries, n, more);
     response_begin(c, req, 200);
     response_header(c, "Content-Type", "text/html; charset=utf-8");
-    response_header_u64(c, "Content-Length", html.len);
+    response_header_u64(c, "Content-Length", count.len);
     response_header(c, "Cache-Control", "no-cache");
     response_end_headers(c);
-    if (req->method != HTTP_HEAD)
-        buff_write(&c->out, html.p, html.len);
+    if (req->method != HTTP_HEAD) {
+        struct page send = { &c->out, 0 };
+        produce(&send, dir_path, entries, n, more);
+    }
 out:
-    if (!ok)
+    if (!ok) {
+        log_errno(LOG_WARN, "listing %s", dir_path);
         response_error(c, req, 500, NULL, NULL);
+    }
     closedir(dir);
     for (size_t i = 0; i < n; i++)
         free(entries[i].name);
     free(entries);
-    free(html.p);
 }

@@ -46,12 +46,28 @@ def get_when_listening(host, port, host_header, what):
 def _(srv):
     rc, out, err = run_cowd("--help")
     eq(rc, 0, "exit status")
-    for flag in ("--listen", "--root", "--threads", "--foreground", "--index", "--listing",
+    for flag in ("--listen", "--root", "--threads", "--foreground", "--index", "--listing", "--listing-max",
                  "--max-uri", "--max-header-size", "--max-headers", "--keepalive-timeout",
                  "--header-timeout", "--workers", "--access-log", "--cache-size", "--sendfile-min",
                  "--sendfile-chunk", "--notsent-lowat",
                  "--max-connections", "--version"):
         check(flag in out, "--help mentions %s" % flag)
+
+
+@test("cli: every flag in --help is in the man page and the README")
+def _(srv):
+    if not SRCDIR:
+        raise TestSkip("COWD_SRCDIR not set")
+    rc, out, err = run_cowd("--help")
+    flags = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", out)))
+    check(len(flags) > 30, "flags found in --help: %r" % flags)
+    with open(os.path.join(SRCDIR, "src", "cowd.8")) as f:
+        man = f.read().replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
+    with open(os.path.join(SRCDIR, "README")) as f:
+        readme = f.read()
+    missing = [(fl, where) for fl in flags for where, text in (("man page", man), ("README", readme))
+               if not re.search(re.escape(fl) + r"(?![a-z0-9-])", text)]
+    eq(missing, [], "flags of --help missing from the documentation")
 
 
 @test("cli: --version names the version and the Pth backend")
