@@ -111,6 +111,18 @@ int mime_load(const char *path)
         return -1;
     }
     blob[got] = '\0';
+    /* a NUL would silently end the table there: not a text file, refuse it */
+    const char *nul = memchr(blob, '\0', got);
+    if (nul != NULL) {
+        unsigned at = 1;
+        for (const char *q = blob; q < nul; q++)
+            at += *q == '\n';
+        log_msg(LOG_ERROR, "%s:%u: NUL byte: not a text file", path, at);
+        free(blob);
+        free(t);
+        errno = EINVAL;
+        return -1;
+    }
 
     size_t count = 0;
     unsigned lineno = 0;

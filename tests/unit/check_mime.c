@@ -97,6 +97,21 @@ START_TEST(only_well_formed_types_are_loaded)
 }
 END_TEST
 
+/* Before: parsing stopped at the NUL, and every type after it was lost
+ * without a word. */
+START_TEST(nul_byte_refuses_the_file)
+{
+    static const char text[] = "text/plain txt\nimage/png \0 png\napplication/json json\n";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    ck_assert_int_eq(mime_load(path), -1);
+    unlink(path);
+    strcpy(path, "/tmp/cowd-mime-XXXXXX");
+}
+END_TEST
+
 START_TEST(missing_file_fails)
 {
     ck_assert_int_eq(mime_load("/nonexistent/mime.types"), -1);
@@ -113,6 +128,7 @@ int main(void)
     tcase_add_test(tc, bundled_file_has_the_web_types);
     tcase_add_test(tc, only_well_formed_types_are_loaded);
     tcase_add_test(tc, missing_file_fails);
+    tcase_add_test(tc, nul_byte_refuses_the_file);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
