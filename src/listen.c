@@ -98,8 +98,40 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
     return 0;
 }
 
+static void set_port(struct sockaddr_storage *ss, unsigned short port)
+{
+    if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+    else
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+static unsigned short get_port(const struct sockaddr_storage *ss)
+{
+    return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+                                           : ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* SO_REUSEPORT lets a second server bind the same address and silently
+ * take part of the traffic.  A bind without it (SO_REUSEADDR only, so that
+ * connections of an earlier run in TIME_WAIT do not count) fails if anyone
+ * listens there already. */
+static int address_in_use(const struct sockaddr_storage *ss, socklen_t len)
+{
+    int one = 1;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    if (ss->ss_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int in_use = bind(fd, (const struct sockaddr *)ss, len) < 0 && errno == EADDRINUSE;
+    close(fd);
+    return in_use;
+}
+
 int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
-                          size_t notsent_lowat)
+                          size_t notsent_lowat, unsigned short *port)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -108,6 +140,13 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned
 
     if (listen_parse(spec, &ss, &len, why, sizeof why) < 0) {
         log_msg(LOG_ERROR, "listen %s: %s", spec, why);
+        return -1;
+    }
+    if (*port != 0) {
+        set_port(&ss, *port);       /* another worker's socket for the same address */
+    } else if (reuseport && get_port(&ss) != 0 && address_in_use(&ss, len)) {
+        errno = EADDRINUSE;
+        log_errno(LOG_ERROR, "listen %s: bind", spec);
         return -1;
     }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -176,5 +215,27 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned
         close(fd);
         return -1;
     }
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    if (getsockname(fd, (struct sockaddr *)&bound, &blen) == 0)
+        *port = get_port(&bound);   /* port 0: the one the system chose */
     return fd;
+}
+
+void listen_describe(int fd, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+        snprintf(out, cap, "?");
+        return;
+    }
+    if (ss.ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
+        snprintf(out, cap, "[%s]:%u", host, (unsigned)get_port(&ss));
+    } else {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
+        snprintf(out, cap, "%s:%u", host, (unsigned)get_port(&ss));
+    }
 }

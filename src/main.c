@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -128,22 +129,33 @@ int main(int argc, char **argv)
         log_errno(LOG_ERROR, "out of memory for %u listen sockets", nsock);
         return EXIT_FAILURE;
     }
+    unsigned short *ports = calloc(cfg.n_listen, sizeof *ports);
+    if (ports == NULL) {
+        log_errno(LOG_ERROR, "out of memory for %u listen sockets", nsock);
+        return EXIT_FAILURE;
+    }
+    /* with --reuseport, worker w's sockets are lfds[w * n_listen ...]; all
+     * of one address share the port the first got (":0" too) */
     for (unsigned i = 0; i < nsock; i++) {
         lfds[i] = listen_open_reuseport(cfg.listen[i % cfg.n_listen], (int)cfg.backlog, cfg.reuseport,
-                                         cfg.defer_accept, cfg.notsent_lowat);
+                                         cfg.defer_accept, cfg.notsent_lowat, &ports[i % cfg.n_listen]);
         if (lfds[i] < 0)
             return EXIT_FAILURE;
     }
+    free(ports);
 
     if (!cfg.foreground && daemon_detach() < 0)
         return EXIT_FAILURE;
     master_block_signals();
     if (cfg.pid_file != NULL && daemon_write_pid_file(cfg.pid_file) < 0)
         return EXIT_FAILURE;
-    for (unsigned i = 0; i < cfg.n_listen; i++)
+    for (unsigned i = 0; i < cfg.n_listen; i++) {
+        char where[INET6_ADDRSTRLEN + 16];
+        listen_describe(lfds[i], where, sizeof where);
         log_msg(LOG_INFO, "serving %s on http://%s/ with %u worker%s of %u handler threads "
-                "(%s backend%s)", cfg.root, cfg.listen[i], cfg.workers, cfg.workers == 1 ? "" : "s",
+                "(%s backend%s)", cfg.root, where, cfg.workers, cfg.workers == 1 ? "" : "s",
                 cfg.threads, COWD_BACKEND, cfg.reuseport ? ", SO_REUSEPORT" : "");
+    }
     struct master_setup ms = {
         .lfds = lfds,
         .n_listen = cfg.n_listen,

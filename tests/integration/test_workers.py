@@ -292,6 +292,54 @@ def _(shared):
         finish(srv)
 
 
+@test("workers: --reuseport refuses an address another server listens on")
+def _(shared):
+    # Before: SO_REUSEPORT let the second instance bind too, and the two
+    # silently split the traffic.
+    srv = start(shared.root, ["--workers", "1", "--reuseport"])
+    try:
+        p = subprocess.run([cowdtest.COWD, "--listen", "127.0.0.1:%d" % srv.port, "--root",
+                            shared.root.path, "--reuseport", "--workers", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        eq(p.returncode, 1, "exit status of the second instance")
+        check(b"in use" in p.stderr, "message: %r" % p.stderr[-300:])
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+@test("workers: --reuseport with port 0: every worker on the one port the log names")
+def _(shared):
+    # Before: each worker's socket got a port of its own, and the log said ":0".
+    err = tempfile.mktemp(prefix="cowd-err-", dir=shared.root.tmp)
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:0", "--root", shared.root.path,
+                          "--reuseport", "--workers", "2", "--error-log", err],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def port():
+            try:
+                m = re.search(r"on http://127\.0\.0\.1:([0-9]+)/", open(err).read())
+            except OSError:
+                return None
+            return int(m.group(1)) if m else None
+        port = wait_for(port, 10, "the serving line")
+        check(port != 0, "the log names port 0")
+        wait_for(lambda: len(children(p.pid)) == 2, 5, "2 workers")
+        for i in range(30):
+            eq(get_one(port, "/hello.txt").body, HELLO, "body %d" % i)
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(15), 0, "master exit status")
+        counts = [int(x) for x in re.findall(r"worker exiting: ([0-9]+) connections accepted", open(err).read())]
+        eq(len(counts), 2, "exit lines of the 2 workers")
+        check(min(counts) > 0, "connections per worker: %r" % counts)
+    finally:
+        if p.poll() is None:
+            for k in children(p.pid):
+                os.kill(k, signal.SIGKILL)
+            p.kill()
+            p.wait()
+
+
 # ---------------------------------------------------------------------------
 # graceful stop
 # ---------------------------------------------------------------------------
