@@ -44,7 +44,7 @@ struct slot {
 
 /* Replaced by SIGHUP: serves on until its slot's new worker is ready, then
  * is stopped gracefully, and killed if it has not ended well after that. */
-struct old_worker { pid_t pid; unsigned slot; double started; double kill_at; int stopped; };
+struct old_worker { pid_t pid; unsigned slot; double started; double kill_at; int stopped; int ready; };
 
 static const struct master_setup *setup;
 static struct slot *slots;
@@ -175,7 +175,7 @@ static int restore_old(unsigned s, pid_t failed)
             slots[s].started = old[i].started;
             slots[s].restart_at = 0;
             slots[s].backoff = 0;
-            mark_ready(s);
+            slots[s].ready = old[i].ready;  /* it may itself still be starting */
             old[i] = old[--n_old];
             return 1;
         }
@@ -316,6 +316,7 @@ static void restart_workers(void)
             o->started = slots[s].started;
             o->stopped = 0;
             o->kill_at = 0;
+            o->ready = slots[s].ready;
         }
         slots[s].pid = 0;
         slots[s].backoff = 0;

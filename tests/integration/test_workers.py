@@ -797,9 +797,12 @@ def _(shared):
     with open(os.path.join(www, "hello.txt"), "wb") as f:
         f.write(HELLO)
     os.chmod(os.path.join(www, "hello.txt"), 0o644)
-    srv = start(shared.root, ["--workers", "2"], root_dir=www)
+    srv = start(shared.root, ["--workers", "2", "--log-level", "debug"], root_dir=www)
     try:
         old = sorted(workers_of(srv, 2))
+        # both serving (under valgrind they take a while), so that only the
+        # new workers meet the missing root
+        wait_for(lambda: error_log(srv).count("worker ready") >= 2, 10 * cowdtest.SLOW, "2 ready workers")
         os.rename(www, www + ".away")
         srv.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: error_log(srv).count("keeps serving") >= 2, 10 * cowdtest.SLOW,
@@ -808,9 +811,16 @@ def _(shared):
         check(srv.proc.poll() is None, "the master exited: %s" % error_log(srv)[-800:])
         eq(sorted(workers_of(srv, 2)), old, "workers after the failed reload")
         for _ in range(4):
-            eq(get_one(srv.port, "/hello.txt").body, HELLO, "served after the failed reload")
-        # with the root back, the next reload replaces them
+            # they answer; where openat2 is missing (the BSDs; valgrind)
+            # the realpath check cannot confirm a moved root and says 403
+            r = get_one(srv.port, "/hello.txt")
+            check(r.status in (200, 403), "answer with the root moved away: %s" % r.status_line)
+        # with the root back, the same workers serve it, and the next reload
+        # replaces them
         os.rename(www + ".away", www)
+        for _ in range(4):
+            eq(get_one(srv.port, "/hello.txt").body, HELLO, "served by the old workers")
+        eq(sorted(workers_of(srv, 2)), old, "workers before the second reload")
         srv.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: (lambda c: c if len(c) == 2 and not set(c) & set(old) else None)(
             children(srv.proc.pid)), 10 * cowdtest.SLOW, "the old workers to be replaced")
