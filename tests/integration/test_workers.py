@@ -576,16 +576,10 @@ def _(shared):
         time.sleep(0.2)
         c.close()                               # the body never comes
         # a head that never completes: 408
-        c = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
-        c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n")
-        data = b""
-        while True:
-            d = c.recv(65536)
-            if not d:
-                break
-            data += d
+        with cowdtest.Conn(srv.port) as c:
+            c.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n")
+            data = c.read_to_eof()
         check(data.startswith(b"HTTP/1.1 408 "), "408: %r" % data[:40])
-        c.close()
         # a 20 MB transfer abandoned after a few MB
         c = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
         c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
@@ -718,6 +712,14 @@ def _(shared):
         finish(srv)
 
 
+def kill_daemon(pid):
+    """After a --daemon test: kill what is left of the daemon, workers first."""
+    if pid is not None and os.path.exists("/proc/%d" % pid):
+        for p in children(pid):
+            os.kill(p, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
+
+
 @test("workers: --daemon --pid-file: the pid file names a live master; SIGTERM removes it")
 def _(shared):
     d = tempfile.mkdtemp(prefix="cowd-daemon-", dir=shared.root.tmp)
@@ -747,10 +749,7 @@ def _(shared):
         with open(err) as f:
             check("master exiting" in f.read(), "error log of the daemon")
     finally:
-        if pid is not None and os.path.exists("/proc/%d" % pid):
-            for p in children(pid):
-                os.kill(p, signal.SIGKILL)
-            os.kill(pid, signal.SIGKILL)
+        kill_daemon(pid)
 
 
 @test("workers: --daemon without --error-log is refused")
@@ -919,10 +918,7 @@ def _(shared):
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the master to exit")
     finally:
-        if pid is not None and os.path.exists("/proc/%d" % pid):
-            for p in children(pid):
-                os.kill(p, signal.SIGKILL)
-            os.kill(pid, signal.SIGKILL)
+        kill_daemon(pid)
 
 
 @test("workers: --daemon with a relative --chroot")
@@ -950,10 +946,7 @@ def _(shared):
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the master to exit")
     finally:
-        if pid is not None and os.path.exists("/proc/%d" % pid):
-            for p in children(pid):
-                os.kill(p, signal.SIGKILL)
-            os.kill(pid, signal.SIGKILL)
+        kill_daemon(pid)
 
 
 @test("workers: SIGUSR2 (nginx's binary upgrade) is ignored with a warning, by master and worker")
