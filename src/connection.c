@@ -27,6 +27,7 @@
 #define CONN_OUT_SIZE 8192
 
 int conn_stopping;
+static unsigned long conn_idle_seq;
 static struct depot *conn_depot;
 
 static int conn_pressure(void)
@@ -363,6 +364,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         }
         struct timeval wait_start;
         io_clock_now(&wait_start);
+        unsigned long idle_seq = ++conn_idle_seq;   /* cooperative threads: in true order */
         if (started)
             c->waiter.guard_since = wait_start;
         else
@@ -386,7 +388,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                 if (park_connection(fd, &c->peer, c->peer_len, c->requests,
                                     c->requests == 0 ? cfg.header_timeout
                                                      : cfg.keepalive_timeout,
-                                    dc->parked_before) == 0)
+                                    dc->parked_before, &wait_start, idle_seq) == 0)
                     return;         /* the park thread owns fd now */
                 rr = read_more(c, &deadline, &wait_start, 0);   /* lot full: wait here */
             }

@@ -3,9 +3,12 @@
  * sleeps in the Pth scheduler (on the epoll descriptor's readability, or a
  * short nap for poll), so parking costs the rest of the server nothing.
  *
- * Expiry: every slot is on the FIFO list of its timeout value; since all
- * slots of a list share one timeout, list order is expiry order and the
- * head is the next to expire: O(1) per expiry, no timer heap. */
+ * Expiry: every slot is on the list of its timeout value, in the order its
+ * connection fell idle (not the order it was parked: handlers whose park
+ * delay ran out together may park in any order); since all slots of a list
+ * share one timeout, list order is expiry order and the head is the next to
+ * expire: O(1) per expiry, no timer heap.  Insertion walks back from the
+ * tail, where nearly every connection belongs. */
 #include "park.h"
 
 #include <errno.h>
@@ -35,6 +38,7 @@ struct slot {
     unsigned requests;
     unsigned timeout;
     time_t expires;
+    unsigned long idle_seq;     /* order in which connections fell idle */
     struct sockaddr_storage peer;
     socklen_t peer_len;
     struct slot *prev, *next;   /* on its timeout list, or the free list */
@@ -241,7 +245,8 @@ static int arm(int fd, unsigned idx, int parked_before)
 #endif
 
 int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
-                    unsigned requests, unsigned timeout, int parked_before)
+                    unsigned requests, unsigned timeout, int parked_before,
+                    const struct timeval *idle_since, unsigned long idle_seq)
 {
     struct fifo *f;
     if (lot.tid == NULL || lot.free_list == NULL || (f = fifo_for(timeout)) == NULL)
@@ -262,11 +267,17 @@ int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_
     s->peer_len = peer_len;
     s->requests = requests;
     s->timeout = timeout;
-    s->expires = time(NULL) + (time_t)timeout;
-    s->next = NULL;
-    s->prev = f->tail;
-    if (f->tail != NULL) f->tail->next = s; else f->head = s;
-    f->tail = s;
+    /* the timeout counts from when the connection fell idle, not from the
+     * park, a second later; rounded up to the second the lot works in */
+    s->expires = idle_since->tv_sec + (time_t)timeout + (idle_since->tv_usec > 0);
+    s->idle_seq = idle_seq;
+    struct slot *after = f->tail;
+    while (after != NULL && after->idle_seq > idle_seq)
+        after = after->prev;
+    s->prev = after;
+    s->next = after != NULL ? after->next : f->head;
+    if (s->next != NULL) s->next->prev = s; else f->tail = s;
+    if (after != NULL) after->next = s; else f->head = s;
     lot.n_parked++;
     depot_conn_idle(lot.depot);
     if (!lot.wake_pending) {
@@ -282,8 +293,7 @@ int park_close_oldest(void)
     for (unsigned i = 0; i < PARK_LISTS; i++) {
         /* each list is in parking order: its head is its oldest */
         struct slot *h = lot.lists[i].head;
-        if (h != NULL && (oldest == NULL ||
-                          h->expires - (time_t)h->timeout < oldest->expires - (time_t)oldest->timeout))
+        if (h != NULL && (oldest == NULL || h->idle_seq < oldest->idle_seq))
             oldest = h;
     }
     if (oldest == NULL)

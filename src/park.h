@@ -9,6 +9,7 @@
 #define COWD_PARK_H
 
 #include <sys/socket.h>
+#include <sys/time.h>
 
 struct depot;
 
@@ -20,9 +21,13 @@ int park_init(struct depot *d, unsigned slots);
  * `timeout` seconds pass.  0 when parked (the lot owns fd now), -1 when the
  * lot is full or unavailable (the caller keeps fd and waits itself).
  * parked_before: the lot handed this connection back before (its
- * depot_conn said so), so re-parking it costs one re-arm, not add + delete. */
+ * depot_conn said so), so re-parking it costs one re-arm, not add + delete.
+ * idle_since: when the wait for its request began (the timeout counts from
+ * then); idle_seq: a counter taken then, which orders connections by how
+ * long they have been idle (park_close_oldest). */
 int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
-                    unsigned requests, unsigned timeout, int parked_before);
+                    unsigned requests, unsigned timeout, int parked_before,
+                    const struct timeval *idle_since, unsigned long idle_seq);
 
 /* Closes the connection parked longest (quietly, as at its timeout): 1, or
  * 0 if none is parked.  For an accept at --max-connections. */
