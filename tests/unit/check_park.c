@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "check_run.h"
@@ -47,22 +48,35 @@ static void settle(void)
     }
 }
 
+static unsigned long idle_seq;
+
 /* A socketpair whose end sv[0] is parked with these request count and
- * timeout; sv[1] plays the client. */
-static void park_pair(int sv[2], unsigned requests, unsigned timeout)
+ * timeout, idle since now (seq: its place in idle order, 0 for the next);
+ * sv[1] plays the client. */
+static void park_pair_seq(int sv[2], unsigned requests, unsigned timeout, unsigned long seq)
 {
     struct sockaddr_storage peer;
+    struct timeval now;
+    gettimeofday(&now, NULL);
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, requests, timeout, 0), 0);
+    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, requests, timeout, 0, &now,
+                                     seq != 0 ? seq : ++idle_seq), 0);
+}
+
+static void park_pair(int sv[2], unsigned requests, unsigned timeout)
+{
+    park_pair_seq(sv, requests, timeout, 0);
 }
 
 /* Parks fd again as a handler does with a connection the lot gave it. */
 static void repark(int fd, int parked_before)
 {
     struct sockaddr_storage peer;
+    struct timeval now;
+    gettimeofday(&now, NULL);
     memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(fd, &peer, sizeof peer, 8, 60, parked_before), 0);
+    ck_assert_int_eq(park_connection(fd, &peer, sizeof peer, 8, 60, parked_before, &now, ++idle_seq), 0);
 }
 
 START_TEST(readable_parked_socket_goes_back_to_the_depot)
@@ -176,6 +190,28 @@ START_TEST(stop_during_an_unpark_waiting_for_a_message)
 }
 END_TEST
 
+/* Handlers whose park delay ran out in one scheduler pass park in any
+ * order: the lot must close the connection idle longest, not the one parked
+ * first.  Before, it went by parking order. */
+START_TEST(oldest_is_by_idle_order_not_parking_order)
+{
+    int late[2], early[2], middle[2];
+    char b;
+    start(4);
+    park_pair_seq(late, 1, 60, 1000);               /* parked first, idle shortest */
+    park_pair_seq(early, 1, 60, 998);
+    park_pair_seq(middle, 1, 60, 999);
+    ck_assert_int_eq(park_close_oldest(), 1);
+    ck_assert_int_eq(read(early[1], &b, 1), 0);      /* closed: idle longest */
+    ck_assert_int_ne(fcntl(late[0], F_GETFD), -1);
+    ck_assert_int_ne(fcntl(middle[0], F_GETFD), -1);
+    ck_assert_int_eq(park_close_oldest(), 1);
+    ck_assert_int_eq(read(middle[1], &b, 1), 0);
+    ck_assert_int_ne(fcntl(late[0], F_GETFD), -1);
+    ck_assert_uint_eq(park_count(), 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("park");
@@ -185,6 +221,7 @@ int main(void)
     tcase_add_test(tc, a_socket_parked_again_is_reported_again);
     tcase_add_test(tc, expired_socket_is_closed);
     tcase_add_test(tc, stop_during_an_unpark_waiting_for_a_message);
+    tcase_add_test(tc, oldest_is_by_idle_order_not_parking_order);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
