@@ -39,6 +39,7 @@ struct slot {
     unsigned timeout;
     time_t expires;
     unsigned long idle_seq;     /* order in which connections fell idle */
+    uint32_t gen;               /* parks into this slot so far: tells a stale event */
     struct sockaddr_storage peer;
     socklen_t peer_len;
     struct slot *prev, *next;   /* on its timeout list, or the free list */
@@ -158,9 +159,12 @@ static void *park_main(void *arg)
             io_drained(lot.epfd, 0);        /* harvested all: next wait needs no re-arm */
         for (int i = 0; i < n; i++) {
             /* one-shot: a registration reports once per arming, and every
-             * slot is armed by its own park_connection() with its index */
-            struct slot *s = &lot.slots[evs[i].data.u32];
-            if (s->fd >= 0)
+             * slot is armed by its own park_connection() with its index and
+             * generation.  While unpark() waits for a message, another
+             * thread may close a slot of this batch and park a new
+             * connection in it: its event is then stale, not the new one's. */
+            struct slot *s = &lot.slots[(uint32_t)evs[i].data.u64];
+            if (s->fd >= 0 && s->gen == (uint32_t)(evs[i].data.u64 >> 32))
                 unpark(s);
         }
 #else
@@ -229,12 +233,12 @@ int park_init(struct depot *d, unsigned slots)
  * one-shot, later ones re-arm that registration (it disarmed itself when it
  * reported).  MOD also reports bytes that arrived before it, so none are
  * missed.  The hint is checked: ENOENT/EEXIST fall back to the other call. */
-static int arm(int fd, unsigned idx, int parked_before)
+static int arm(int fd, unsigned idx, uint32_t gen, int parked_before)
 {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.u32 = idx;
+    ev.data.u64 = (uint64_t)gen << 32 | idx;
     int op = parked_before ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(lot.epfd, op, fd, &ev) == 0)
         return 0;
@@ -254,7 +258,7 @@ int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_
     struct slot *s = lot.free_list;
     unsigned idx = (unsigned)(s - lot.slots);
 #ifdef PARK_EPOLL
-    if (arm(fd, idx, parked_before) < 0) {
+    if (arm(fd, idx, s->gen + 1, parked_before) < 0) {
         log_errno(LOG_WARN, "park: epoll_ctl arming fd %d", fd);
         return -1;
     }
@@ -262,6 +266,7 @@ int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_
     (void)parked_before;
 #endif
     lot.free_list = s->next;
+    s->gen++;
     s->fd = fd;
     s->peer = *peer;
     s->peer_len = peer_len;

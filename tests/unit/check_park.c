@@ -212,6 +212,35 @@ START_TEST(oldest_is_by_idle_order_not_parking_order)
 }
 END_TEST
 
+/* Two parked sockets become readable in one batch; while the park thread
+ * waits for a message to hand the first to the depot, the second is closed
+ * (it is now the oldest parked, at --max-connections) and a new, silent
+ * connection is parked in its slot.  The batch's event for that slot is
+ * stale: before, the park thread handed the new connection to a handler
+ * although it had sent nothing. */
+START_TEST(stale_event_does_not_unpark_the_slots_next_connection)
+{
+    int a[2], b[2], c[2];
+    start(1);
+    park_pair(a, 1, 60);
+    park_pair(b, 1, 60);
+    struct depot_msg *held = depot_msg_take(dep, 0);
+    ck_assert_ptr_nonnull(held);
+    ck_assert_int_eq(write(a[1], "x", 1), 1);
+    ck_assert_int_eq(write(b[1], "x", 1), 1);
+    settle();                                       /* both harvested; one unpark waits */
+    ck_assert_uint_eq(park_count(), 1);
+    ck_assert_int_eq(park_close_oldest(), 1);       /* the other one */
+    park_pair(c, 1, 60);                            /* reuses the freed slot */
+    depot_msg_return(dep, held);
+    settle();
+    ck_assert_int_eq(n_served, 1);
+    ck_assert(served_fd[0] == a[0] || served_fd[0] == b[0]);
+    ck_assert_uint_eq(park_count(), 1);             /* c is still parked */
+    ck_assert_int_ne(fcntl(c[0], F_GETFD), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("park");
@@ -222,6 +251,7 @@ int main(void)
     tcase_add_test(tc, expired_socket_is_closed);
     tcase_add_test(tc, stop_during_an_unpark_waiting_for_a_message);
     tcase_add_test(tc, oldest_is_by_idle_order_not_parking_order);
+    tcase_add_test(tc, stale_event_does_not_unpark_the_slots_next_connection);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
