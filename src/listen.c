@@ -112,10 +112,8 @@ static unsigned short get_port(const struct sockaddr_storage *ss)
                                            : ((const struct sockaddr_in *)ss)->sin_port);
 }
 
-/* SO_REUSEPORT lets a second server bind the same address and silently
- * take part of the traffic.  A bind without it (SO_REUSEADDR only, so that
- * connections of an earlier run in TIME_WAIT do not count) fails if anyone
- * listens there already. */
+/* A bind without SO_REUSEPORT (SO_REUSEADDR only, so that connections of an
+ * earlier run in TIME_WAIT do not count) fails if anyone listens there. */
 static int address_in_use(const struct sockaddr_storage *ss, socklen_t len)
 {
     int one = 1;
@@ -130,6 +128,23 @@ static int address_in_use(const struct sockaddr_storage *ss, socklen_t len)
     return in_use;
 }
 
+int listen_check_free(const char *spec)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char why[160];
+    if (listen_parse(spec, &ss, &len, why, sizeof why) < 0) {
+        log_msg(LOG_ERROR, "listen %s: %s", spec, why);
+        return -1;
+    }
+    if (get_port(&ss) != 0 && address_in_use(&ss, len)) {
+        errno = EADDRINUSE;
+        log_errno(LOG_ERROR, "listen %s: bind", spec);
+        return -1;
+    }
+    return 0;
+}
+
 int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
                           size_t notsent_lowat, unsigned short *port)
 {
@@ -142,13 +157,8 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned
         log_msg(LOG_ERROR, "listen %s: %s", spec, why);
         return -1;
     }
-    if (*port != 0) {
+    if (*port != 0)
         set_port(&ss, *port);       /* another worker's socket for the same address */
-    } else if (reuseport && get_port(&ss) != 0 && address_in_use(&ss, len)) {
-        errno = EADDRINUSE;
-        log_errno(LOG_ERROR, "listen %s: bind", spec);
-        return -1;
-    }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         log_errno(LOG_ERROR, "listen %s: socket", spec);

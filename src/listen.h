@@ -17,9 +17,14 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
  * bytes, which accepted sockets inherit (0 for either: not set). */
 int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
                           size_t notsent_lowat, unsigned short *port);
-/* *port: 0 to bind the port in spec (with reuseport, failing if someone else
- * listens there), or the port to bind instead (the further sockets of one
- * address with reuseport: spec's port may be 0); set to the bound port. */
+/* *port: 0 to bind the port in spec, or the port to bind instead (the
+ * further sockets of one address with reuseport: spec's port may be 0); set
+ * to the bound port. */
+
+/* SO_REUSEPORT would let us bind where another server listens, and the two
+ * would silently share the traffic: with reuseport, every address is
+ * checked with this (0, or -1 logged) before any socket of ours is open. */
+int listen_check_free(const char *spec);
 
 /* "ADDR:PORT" (IPv6 as "[ADDR]:PORT") of the socket fd is bound to. */
 void listen_describe(int fd, char *out, size_t cap);

@@ -152,10 +152,10 @@ void listing_send(struct conn *c, const struct http_request *req, int dir_fd, co
     }
     struct dirent *de;
     while ((de = readdir(dir)) != NULL) {
-        if (de->d_name[0] == '.' || !servable_name(de->d_name))
-            continue;               /* "." "..", and hidden files, as nginx autoindex */
         if (++seen % 256 == 0)
             pth_yield(NULL);        /* a huge directory must not stall the other connections */
+        if (de->d_name[0] == '.' || !servable_name(de->d_name))
+            continue;               /* "." "..", and hidden files, as nginx autoindex */
         if (n == cfg.listing_max) {
             /* full: the new name replaces the greatest kept, if smaller */
             more++;

@@ -134,6 +134,9 @@ int main(int argc, char **argv)
         log_errno(LOG_ERROR, "out of memory for %u listen sockets", nsock);
         return EXIT_FAILURE;
     }
+    for (unsigned i = 0; cfg.reuseport && i < cfg.n_listen; i++)
+        if (listen_check_free(cfg.listen[i]) < 0)
+            return EXIT_FAILURE;
     /* with --reuseport, worker w's sockets are lfds[w * n_listen ...]; all
      * of one address share the port the first got (":0" too) */
     for (unsigned i = 0; i < nsock; i++) {

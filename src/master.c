@@ -266,10 +266,16 @@ static void retire_old(double t)
 static void read_ready_pipe(void)
 {
     pid_t pid;
-    while (read(ready_pipe[0], &pid, sizeof pid) == (ssize_t)sizeof pid)
+    while (read(ready_pipe[0], &pid, sizeof pid) == (ssize_t)sizeof pid) {
         for (unsigned s = 0; s < cfg.workers; s++)
             if (slots[s].pid > 0 && slots[s].pid == pid)
                 mark_ready(s);
+        /* one replaced by SIGHUP before it said so: remembered, should it
+         * take its slot back */
+        for (unsigned i = 0; i < n_old; i++)
+            if (old[i].pid == pid)
+                old[i].ready = 1;
+    }
 }
 
 static int all_ready(void)

@@ -308,6 +308,34 @@ def _(shared):
         finish(srv)
 
 
+@test("workers: --reuseport with one address given twice still starts")
+def _(shared):
+    # The in-use check must see other processes' listeners only: run before
+    # any of our sockets is open, not between them (a review found the
+    # second --listen refused as "in use" by the first).
+    port = cowdtest.free_port()
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--listen",
+                          "127.0.0.1:%d" % port, "--root", shared.root.path, "--reuseport",
+                          "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def serving():
+            if p.poll() is not None:
+                raise TestFailure("exited %d: %r" % (p.returncode, p.stderr.read()[-300:]))
+            try:
+                return get_one(port, "/hello.txt", timeout=1)
+            except OSError:
+                return None
+        eq(wait_for(serving, 10 * cowdtest.SLOW, "serving").body, HELLO, "served")
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(15), 0, "master exit status")
+    finally:
+        if p.poll() is None:
+            for k in children(p.pid):
+                os.kill(k, signal.SIGKILL)
+            p.kill()
+            p.wait()
+
+
 @test("workers: --reuseport with port 0: every worker on the one port the log names")
 def _(shared):
     # Before: each worker's socket got a port of its own, and the log said ":0".
