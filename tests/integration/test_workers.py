@@ -748,20 +748,30 @@ def kill_daemon(pid):
         os.kill(pid, signal.SIGKILL)
 
 
+def run_daemon(d, args, cwd=None, **kw):
+    """Runs `cowd --daemon` with its pid file and error log in d (named
+    relative to cwd when that is d), which must return 0.  Returns the
+    master's pid (None if the pid file is unreadable), the port, and the
+    paths of the pid file and the error log."""
+    pidf, err = os.path.join(d, "cowd.pid"), os.path.join(d, "error.log")
+    names = ("cowd.pid", "error.log") if cwd == d else (pidf, err)
+    port = cowdtest.free_port()
+    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", names[0], "--error-log", names[1],
+                          "--listen", "127.0.0.1:%d" % port] + args, cwd=cwd, timeout=10, **kw)
+    eq(rc, 0, "exit status of cowd --daemon")
+    try:
+        with open(pidf) as f:
+            return int(f.read().strip()), port, pidf, err
+    except (OSError, ValueError):
+        return None, port, pidf, err
+
+
 @test("workers: --daemon --pid-file: the pid file names a live master; SIGTERM removes it")
 def _(shared):
     d = tempfile.mkdtemp(prefix="cowd-daemon-", dir=shared.root.tmp)
-    pidf = os.path.join(d, "cowd.pid")
-    err = os.path.join(d, "error.log")
-    port = cowdtest.free_port()
-    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", pidf, "--error-log", err,
-                          "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
-                          "--workers", "2"], timeout=10)
-    eq(rc, 0, "exit status of cowd --daemon")
-    pid = None
+    pid, port, pidf, err = run_daemon(d, ["--root", shared.root.path, "--workers", "2"])
     try:
-        with open(pidf) as f:
-            pid = int(f.read().strip())
+        check(pid is not None, "no pid in the pid file")
         check(os.path.exists("/proc/%d" % pid), "pid file names no live process")
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             check(b"cowd" in f.read(), "pid file names something else")
@@ -929,17 +939,9 @@ def _(shared):
     # Before: the error log or the listen socket took descriptor 0-2, and
     # --daemon's redirection to /dev/null replaced it.
     d = tempfile.mkdtemp(prefix="cowd-daemon-", dir=shared.root.tmp)
-    pidf = os.path.join(d, "cowd.pid")
-    err = os.path.join(d, "error.log")
-    port = cowdtest.free_port()
-    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", pidf, "--error-log", err,
-                          "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path],
-                         preexec_fn=close_standard_fds, timeout=10)
-    eq(rc, 0, "exit status of cowd --daemon")
-    pid = None
+    pid, port, _, err = run_daemon(d, ["--root", shared.root.path], preexec_fn=close_standard_fds)
     try:
-        with open(pidf) as f:
-            pid = int(f.read().strip())
+        check(pid is not None, "no pid in the pid file")
         eq(get_one(port, "/hello.txt").body, HELLO, "served by the daemon")
         os.kill(pid, signal.SIGUSR2)
         wait_for(lambda: "SIGUSR2: ignored" in open(err).read(), 5, "the error log to be written")
@@ -960,16 +962,9 @@ def _(shared):
     with open(os.path.join(d, "www", "hello.txt"), "wb") as f:
         f.write(HELLO)
     os.chmod(os.path.join(d, "www", "hello.txt"), 0o644)
-    pidf = os.path.join(d, "cowd.pid")
-    port = cowdtest.free_port()
-    rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", "cowd.pid", "--error-log", "error.log",
-                          "--listen", "127.0.0.1:%d" % port, "--chroot", ".", "--root", "/www"],
-                         cwd=d, timeout=10, env=chroot_env())
-    eq(rc, 0, "exit status of cowd --daemon")
-    pid = None
+    pid, port, _, _ = run_daemon(d, ["--chroot", ".", "--root", "/www"], cwd=d, env=chroot_env())
     try:
-        with open(pidf) as f:
-            pid = int(f.read().strip())
+        check(pid is not None, "no pid in the pid file")
         eq(get_one(port, "/hello.txt").body, HELLO, "served from the chroot")
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the master to exit")
