@@ -54,9 +54,9 @@ void *conn_create(unsigned index, void *arg)
     c->scratch_cap = CONN_SCRATCH_SIZE;
     c->in = malloc(c->in_cap);
     c->path = malloc(c->path_cap);
-    c->scratch = malloc(c->scratch_cap);
+    c->scratch = io_send_buffer_alloc(c->scratch_cap);
     c->ranges = calloc(cfg.max_ranges, sizeof *c->ranges);
-    char *out = malloc(CONN_OUT_SIZE);
+    char *out = io_send_buffer_alloc(CONN_OUT_SIZE);
     if (c->in == NULL || c->path == NULL || c->scratch == NULL || c->ranges == NULL ||
         out == NULL || io_waiter_init(&c->waiter) < 0) {
         free(c->in); free(c->path); free(c->scratch); free(c->ranges); free(out); free(c);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "http_date.h"
+#include "io.h"
 #include "log.h"
 
 static struct {
@@ -219,7 +220,7 @@ size_t filecache_make_etag(char out[64], const struct stat *st)
 
 static char *read_whole(int fd, size_t size)
 {
-    char *buf = malloc(size ? size : 1);
+    char *buf = io_send_buffer_alloc(size);
     size_t got = 0;
     while (buf != NULL && got < size) {
         ssize_t n = pread(fd, buf + got, size - got, (off_t)got);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -47,6 +48,12 @@ void io_waiter_free(struct io_waiter *w)
     if (w->ev_time != NULL)
         pth_event_free(w->ev_time, PTH_FREE_THIS);
     w->ev_fd = w->ev_time = NULL;
+}
+
+void *io_send_buffer_alloc(size_t size)
+{
+    void *p;
+    return posix_memalign(&p, IO_SEND_ALIGN, size ? size : 1) == 0 ? p : NULL;
 }
 
 void io_clock_now(struct timeval *now)

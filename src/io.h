@@ -95,4 +95,13 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
 int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
                     size_t len, unsigned timeout, size_t chunk);
 
+/* Memory whose bytes the kernel copies into sockets (cached bodies, output
+ * buffers), aligned to IO_SEND_ALIGN; release with free().  NULL when out
+ * of memory.  Why: the kernel's copy from user memory (rep movsb) ran at
+ * half speed from malloc's 16-byte alignment on the AMD EPYC the suite ran
+ * on; from 32 or 64 it is at full speed (docs/bench/HISTORY.md,
+ * 2026-11-27). */
+#define IO_SEND_ALIGN 64
+void *io_send_buffer_alloc(size_t size);
+
 #endif
