@@ -101,7 +101,7 @@ START_TEST(in_memory_bodies_are_aligned_for_the_socket_copy)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 32768, 16), 0);
     static const size_t sizes[] = { 1, 17, 500, 2048, 5000, 12500 };
-    char name[32], *body = malloc(12500);
+    char name[32], *body = malloc(12500 + 1);
     ck_assert_ptr_nonnull(body);
     memset(body, 'x', 12500);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
