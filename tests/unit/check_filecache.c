@@ -101,14 +101,12 @@ START_TEST(in_memory_bodies_are_aligned_for_the_socket_copy)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 32768, 16), 0);
     static const size_t sizes[] = { 1, 17, 500, 2048, 5000, 12500 };
-    char name[32], *body = malloc(12500 + 1);
-    ck_assert_ptr_nonnull(body);
+    static char body[12500 + 1];
     memset(body, 'x', 12500);
+    char name[32];
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         snprintf(name, sizeof name, "f%zu", sizes[i]);
-        body[sizes[i]] = '\0';
-        write_file(name, body);
-        body[sizes[i]] = 'x';
+        write_file(name, body + 12500 - sizes[i]);     /* the last sizes[i] bytes */
         struct fc_entry *e = put(name, 100);
         ck_assert_ptr_nonnull(e);
         ck_assert_uint_eq(e->size, sizes[i]);
@@ -116,7 +114,6 @@ START_TEST(in_memory_bodies_are_aligned_for_the_socket_copy)
         ck_assert_uint_eq((uintptr_t)e->data % IO_SEND_ALIGN, 0);
         filecache_release(e);
     }
-    free(body);
 }
 END_TEST
 
