@@ -23,6 +23,12 @@ A third table gives, for workload (a), the CoW paper's own measure: the
 highest offered rate each server served without errors with every lower
 step clean too (from sweep.csv's step medians; a clean step after the
 first errors is luck, not capacity), and whether cowd's was the highest.
+
+A last table, for runs that recorded it (from run 40 on), gives the steal
+time on the server's and the client's CPU over each run's measured runs:
+the share of those virtual CPUs' time the hypervisor gave to other guests,
+which no process on the machine can see and which slows whichever server
+it lands on.
 """
 import csv
 import os
@@ -72,6 +78,23 @@ def first_clean_rate(run_dir):
             if errors > 0:
                 break
             out[server] = rate
+    return out
+
+
+def steal_summary(run_dir):
+    """-> {'server': [...], 'client': [...]} steal % of every measured run
+    (runs.csv and sweep-runs.csv), empty lists where not recorded."""
+    out = {"server": [], "client": []}
+    for name in ("runs.csv", "sweep-runs.csv"):
+        path = os.path.join(run_dir, name)
+        if not os.path.exists(path):
+            continue
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                for side in out:
+                    v = fnum(r.get(f"steal_{side}_pct"))
+                    if v is not None:
+                        out[side].append(v)
     return out
 
 
@@ -169,6 +192,26 @@ def main(run_dirs):
         print("")
         print(f"cowd highest in {verdicts['highest']} of {len(lines)} runs, tied in "
               f"{verdicts['tied']}, behind in {verdicts['behind']}.")
+
+    lines = []
+    for d, _ in runs:
+        st = steal_summary(d)
+        if not st["server"] and not st["client"]:
+            continue
+        cells = []
+        for side in ("server", "client"):
+            v = st[side]
+            cells.append(f"{statistics.median(v):.1f} / {max(v):.1f} / {sum(x >= 5 for x in v)} of {len(v)}"
+                         if v else "–")
+        lines.append(f"| {d.rstrip('/')} | " + " | ".join(cells) + " |")
+    if lines:
+        print("")
+        print("## Steal time\n")
+        print("Per run, over its measured runs: median / highest steal % of the pinned CPU, "
+              "and how many runs had 5 % or more.\n")
+        print("| run | server's CPU | client's CPU |")
+        print("|---|---:|---:|")
+        print("\n".join(lines))
     return 0
 
 

@@ -1,7 +1,8 @@
 # common.sh -- shared helpers for the cowd benchmark suite (sourced, bash).
 #
 # Provides: log/warn/die, PY (python3 to use), free_port, proc_tree_stats,
-# wait_http, and the CPU pinning settings SERVER_CPU / CLIENT_CPU.
+# cpu_ticks/steal_pct, wait_http, and the CPU pinning settings SERVER_CPU /
+# CLIENT_CPU.
 
 : "${SERVER_CPU:=0}"     # server pinned here (taskset -c)
 : "${CLIENT_CPU:=1}"     # load generators and helpers pinned here
@@ -31,6 +32,24 @@ die()  { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
 free_port() {
     "$PY" -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# cpu_ticks CPU: print "TOTAL STEAL", that CPU's clock ticks so far from
+# /proc/stat (user..steal) and those of them stolen: time the hypervisor gave
+# this virtual CPU's turn to another guest.  Nothing where /proc/stat is
+# missing (the BSDs).  On a shared virtual machine steal is the noise no
+# process inside can see, so every run records it on both pinned CPUs.
+cpu_ticks() {
+    awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9 }' \
+        /proc/stat 2>/dev/null
+}
+
+# steal_pct "TOTAL STEAL" "TOTAL STEAL": stolen share of the ticks between
+# two cpu_ticks readings, in percent with one decimal; empty if unknown.
+steal_pct() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        if (split(a, x, " ") == 2 && split(b, y, " ") == 2 && y[1] > x[1])
+            printf "%.1f", 100 * (y[2] - x[2]) / (y[1] - x[1]) }'
 }
 
 # proc_tree_stats PID: print "CPU_SECONDS RSS_KB NPROCS" for PID and all its

@@ -41,6 +41,9 @@ WL_TITLES = {
 STARVED_PCT = 60  # closed-loop server below this CPU share: throughput suspect
 
 
+STEAL_NOTABLE = 5.0   # % of a CPU's time stolen in a run worth counting out loud
+
+
 def fnum(x, default=None):
     try:
         return float(x)
@@ -111,11 +114,38 @@ def summarize_runs(rows):
                                    for r in good])
             m["client_pct"] = median([100 * fnum(r.get("client_cpu_s"), 0) / fnum(r["duration_s"])
                                       for r in good if r.get("client_cpu_s")])
+            for side in ("server", "client"):
+                m["steal_" + side] = median([fnum(r.get(f"steal_{side}_pct")) for r in good
+                                             if fnum(r.get(f"steal_{side}_pct")) is not None])
             details = [r["err_detail"] for r in good if int(fnum(r["errors"], 0)) > 0]
             if details:
                 m["note"] = "; ".join(filter(None, [m["note"], details[0]]))
         out.setdefault((wl, label), {})[server] = m
     return out
+
+
+def steal_cell(m):
+    """'server / client' median steal % of a table row, or – if not recorded."""
+    if m.get("steal_server") is None and m.get("steal_client") is None:
+        return "–"
+    return f"{fmt(m.get('steal_server'), 1)} / {fmt(m.get('steal_client'), 1)}"
+
+
+def steal_line(run_rows, sweep_runs):
+    """One sentence on the steal time recorded over every measured run (wrk
+    and httperf), or None when the runs did not record it."""
+    parts = []
+    for side, cpu in (("server", "the server's CPU"), ("client", "the client's CPU")):
+        vals = [v for v in (fnum(r.get(f"steal_{side}_pct")) for r in run_rows + sweep_runs)
+                if v is not None]
+        if vals:
+            over = sum(v >= STEAL_NOTABLE for v in vals)
+            parts.append(f"{cpu} median {median(vals):.1f} %, highest {max(vals):.1f} %, "
+                         f"{over} of {len(vals)} runs at {STEAL_NOTABLE:g} % or more")
+    if not parts:
+        return None
+    return ("Steal time (the hypervisor running another guest in a pinned CPU's turn; "
+            "/proc/stat, per run): " + "; ".join(parts) + ".")
 
 
 def summarize_sweep(rows):
@@ -331,7 +361,13 @@ def main():
               "was starved by other work on its core, or, if the client is near 100 %, "
               "that the client was the limit); ratios compare cowd with the best peer "
               "(nginx, lighttpd, h2o) on each metric. Replies per CPU-second is the "
-              "figure least disturbed by other load on the machine.")
+              "figure least disturbed by other load on the machine. Steal % = the "
+              "share of a pinned CPU's time the hypervisor gave to other guests during "
+              "the run (from /proc/stat; – where not recorded): work no process in "
+              "this machine can see, which slows whichever server it lands on.")
+    steal = steal_line(run_rows, read_csv("sweep-runs.csv"))
+    if steal:
+        md += ["", steal]
     md.append("")
 
     summary_rows = []
@@ -424,8 +460,8 @@ def main():
             md.append("")
             md.append("| server | replies/s | errors | latency avg ms | latency p99 ms | "
                       "CPU s / 1k replies | replies / CPU s | server CPU % | client CPU % | "
-                      "RSS MiB | runs | note |")
-            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+                      "steal % (server / client CPU) | RSS MiB | runs | note |")
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for s in sorted(per, key=server_rank):
                 m = per[s]
                 rps = fmt(m.get("rps"))
@@ -435,6 +471,7 @@ def main():
                           f"{fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
                           f"{fmt(m.get('cpu_per_1k'), 3)} | {fmt(m.get('per_cpu_s'))} | "
                           f"{fmt(m.get('cpu_pct'))} | {fmt(m.get('client_pct'))} | "
+                          f"{steal_cell(m)} | "
                           f"{fmt(m.get('rss_mib'), 1)} | {m['reps']} | {m['note']} |")
                 summary_rows.append((wl, label, s, m))
             md += ["", ratio_line(per), ""]

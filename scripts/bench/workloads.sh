@@ -17,17 +17,25 @@
 
 HELPER_PIDS=()   # idle-connection helpers we started, for the exit trap
 
-RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s"
+RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s,steal_server_pct,steal_client_pct"
 SWEEP_HEADER="server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s"
 
 init_results() {
     mkdir -p "$OUT/raw"
     [ -f "$OUT/runs.csv" ] || echo "$RUNS_HEADER" >"$OUT/runs.csv"
     [ -f "$OUT/sweep.csv" ] || echo "$SWEEP_HEADER" >"$OUT/sweep.csv"
-    [ -f "$OUT/sweep-runs.csv" ] || echo "$SWEEP_HEADER,rep" >"$OUT/sweep-runs.csv"
+    [ -f "$OUT/sweep-runs.csv" ] ||
+        echo "$SWEEP_HEADER,rep,steal_server_pct,steal_client_pct" >"$OUT/sweep-runs.csv"
 }
 
 cpu_now() { proc_tree_stats "$SRV_PID" | cut -d' ' -f1; }
+# ticks_now: "TOTAL STEAL TOTAL STEAL" of the server's then the client's CPU
+ticks_now() { echo "$(cpu_ticks "$SERVER_CPU") $(cpu_ticks "$CLIENT_CPU")"; }
+# steal_fields BEFORE AFTER (ticks_now readings): "SERVER_PCT,CLIENT_PCT"
+steal_fields() {
+    local a=($1) b=($2)
+    echo "$(steal_pct "${a[*]:0:2}" "${b[*]:0:2}"),$(steal_pct "${a[*]:2:2}" "${b[*]:2:2}")"
+}
 
 # children_cpu: CPU seconds (user+sys) of all children this shell has reaped
 # so far, from the `times` builtin, which must run in this shell (a $(...)
@@ -68,17 +76,19 @@ start_for() {
 # appends a runs.csv row. Extra note text comes from $RUN_NOTE.
 wrk_once() {
     local server=$1 wl=$2 label=$3 rep=$4 path=$5; shift 5
-    local raw="$OUT/raw/$server-$wl-$label-$rep.wrk" c0 c1 k0 k1 line
+    local raw="$OUT/raw/$server-$wl-$label-$rep.wrk" c0 c1 k0 k1 t0 t1 line
     if ! pid_alive "$SRV_PID"; then
         echo "$server,$wl,$label,$rep,0,0,0,0,,,,,,server died" >>"$OUT/runs.csv"
         return 1
     fi
     c0=$(cpu_now)
     children_cpu k0
+    t0=$(ticks_now)
     "${PIN_CLIENT[@]}" timeout $((WRK_SECS + 30)) \
         wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --timeout 5s \
             --latency -s "$BENCH_DIR/bench.lua" "$@" \
             "http://127.0.0.1:$SRV_PORT$path" >"$raw" 2>&1
+    t1=$(ticks_now)
     children_cpu k1
     c1=$(cpu_now)
     line=$(grep '^BENCH ' "$raw" | tail -n1)
@@ -104,14 +114,14 @@ wrk_once() {
         -v er="$err_read" -v ew="$err_write" -v es="$err_status" \
         -v et="$err_timeout" -v lm="$lat_mean_us" -v l99="$lat_p99_us" \
         -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" \
-        -v k0="$k0" -v k1="$k1" -v m="$matched" 'BEGIN {
+        -v k0="$k0" -v k1="$k1" -v m="$matched" -v steal="$(steal_fields "$t0" "$t1")" 'BEGIN {
             # with BENCH_EXPECT_STATUS, a reply counts only with that status
             if (m >= 0) es = req - m
             ok = req - es; d = dur / 1e6; errs = ec + er + ew + es + et
             if (ok == 0) note = (note == "" ? "no replies" : "no replies; " note)
-            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s,%.2f\n",
+            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s,%.2f,%s\n",
                 s, w, l, r, ok, d, (d > 0 ? ok / d : 0), errs, ec, er, ew, es, et,
-                lm / 1000, l99 / 1000, c1 - c0, rss, note, k1 - k0
+                lm / 1000, l99 / 1000, c1 - c0, rss, note, k1 - k0, steal
         }' >>"$OUT/runs.csv"
     log "  $server $label #$rep: $(tail -n1 "$OUT/runs.csv" | cut -d, -f7) replies/s, errors $(tail -n1 "$OUT/runs.csv" | cut -d, -f8)"
 }
@@ -159,7 +169,7 @@ settle_time_wait() {
 # rate; a server dropped earlier would be compared with peers measured at
 # rates it never saw.
 workload_a() {
-    local s rate rep i n raw c0 c1 vals row rps errs going live=() next
+    local s rate rep i n raw c0 c1 t0 t1 vals row rps errs going live=() next
     declare -A a_pid a_port a_after
     settle_time_wait
     for s in "$@"; do
@@ -182,15 +192,17 @@ workload_a() {
                 pid_alive "$SRV_PID" || continue
                 raw="$OUT/raw/$s-a-r$rate-$rep.httperf"
                 c0=$(cpu_now)
+                t0=$(ticks_now)
                 "${PIN_CLIENT[@]}" timeout $((SWEEP_SECS + 30)) \
                     httperf --server 127.0.0.1 --port "$SRV_PORT" --uri /f12k \
                         --http-version 1.1 --rate "$rate" \
                         --num-conns $((rate * SWEEP_SECS)) --num-calls 5 --timeout 5 \
                         >"$raw" 2>&1
+                t1=$(ticks_now)
                 c1=$(cpu_now)
                 vals=$(parse_httperf "$raw") || { warn "$s rate $rate: no httperf result"; continue; }
                 row="$s,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')"
-                echo "$row,$rep" >>"$OUT/sweep-runs.csv"
+                echo "$row,$rep,$(steal_fields "$t0" "$t1")" >>"$OUT/sweep-runs.csv"
                 echo "$row" >>"$OUT/step-$s.tmp"
                 log "  $s a: rate $rate conn/s run $rep -> $(echo "$vals" | cut -d, -f4) replies/s," \
                     "$(echo "$vals" | cut -d, -f6) ms, errors $(echo "$vals" | cut -d, -f7)"

@@ -182,6 +182,61 @@ def across_runs(runs, sweeps=None):
         return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
+@test("bench report: steal time per table row and over all runs, where recorded")
+def _(srv):
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        with open(os.path.join(out, "runs.csv"), "w") as f:
+            f.write("server,workload,label,rep,replies,duration_s,rps,errors,err_detail,"
+                    "lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s,"
+                    "steal_server_pct,steal_client_pct\n")
+            for server, rep, ss, sc in (("cowd", 1, "0.5", "0.2"), ("cowd", 2, "6.5", "0.4"),
+                                        ("cowd", 3, "1.5", "0.3"), ("nginx", 1, "", "")):
+                f.write("%s,b,f2k,%d,1000000,10,100000,0,,0.5,1.0,9,1000,,9,%s,%s\n"
+                        % (server, rep, ss, sc))
+        with open(os.path.join(out, "sweep-runs.csv"), "w") as f:
+            f.write("server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,"
+                    "client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s,rep,"
+                    "steal_server_pct,steal_client_pct\n")
+            f.write("cowd,1000,5000,25000,5,5000,1000,0.1,0,0,0,0,0,0,0.5,1,9.0,5.0\n")
+            f.write("cowd,2000,10000,50000,5,10000,2000,0.1,0,0,0,0,0,0,0.9,1,2.0,0.1\n")
+        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
+                           capture_output=True, timeout=30)
+        eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
+        with open(os.path.join(out, "results.md")) as f:
+            md = f.read()
+        # the medians of cowd's three runs; nginx recorded none
+        check(re.search(r"^\| cowd \| .*\| 1\.5 / 0\.3 \| [^|]+\| 3 \|", md, re.M),
+              "cowd row in %r" % md)
+        check(re.search(r"^\| nginx \| .*\| – \| [^|]+\| 1 \|", md, re.M), "nginx row in %r" % md)
+        # over the 3 wrk runs that have it and the sweep's two
+        check("the server's CPU median 2.0 %, highest 9.0 %, 2 of 5 runs at 5 % or more; "
+              "the client's CPU median 0.3 %, highest 5.0 %, 1 of 5 runs at 5 % or more." in md,
+              "steal line in %r" % md)
+        rc = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "across_runs.py"), out],
+                            capture_output=True, timeout=30)
+        text = rc.stdout.decode()
+        eq(rc.returncode, 0, "across_runs exit status: %s" % rc.stderr.decode(errors="replace"))
+        check("| %s | 2.0 / 9.0 / 2 of 5 | 0.3 / 5.0 / 1 of 5 |" % out in text,
+              "across_runs steal row in %r" % text)
+
+
+@test("bench: steal time read from /proc/stat between two readings")
+def _(srv):
+    if not os.path.exists("/proc/stat"):
+        raise TestSkip("no /proc/stat")
+    script = ('BENCH_DIR=%s; . "$BENCH_DIR/common.sh"; a=$(cpu_ticks 0); '
+              'echo "ticks=$a"; echo "pct=$(steal_pct "100 10" "300 60")"; '
+              'echo "none=$(steal_pct "" "$a")"; echo "same=$(steal_pct "$a" "$a")"'
+              % os.path.join(SRCDIR, "scripts", "bench"))
+    p = subprocess.run(["bash", "-c", script], capture_output=True, timeout=30)
+    out = p.stdout.decode()
+    eq(p.returncode, 0, "exit status: %s" % p.stderr.decode(errors="replace"))
+    check(re.search(r"^ticks=\d+ \d+$", out, re.M), "cpu_ticks output in %r" % out)
+    check("pct=25.0\n" in out, "50 of 200 ticks stolen in %r" % out)
+    check("none=\n" in out and "same=\n" in out, "unknown steal not empty in %r" % out)
+
+
 @test("bench across runs: counts the runs meeting each target, by the report's rule")
 def _(srv):
     rc, out, err = across_runs([
