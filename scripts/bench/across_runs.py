@@ -38,6 +38,7 @@ import sys
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from steal import SIDES, STEAL_NOTABLE, steal_summary  # noqa: E402
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT, best_peer,  # noqa: E402
                      check_row, row_rank)
 
@@ -81,21 +82,15 @@ def first_clean_rate(run_dir):
     return out
 
 
-def steal_summary(run_dir):
-    """-> {'server': [...], 'client': [...]} steal % of every measured run
-    (runs.csv and sweep-runs.csv), empty lists where not recorded."""
-    out = {"server": [], "client": []}
+def measured_runs(run_dir):
+    """Every row of the run's runs.csv and sweep-runs.csv (those present)."""
+    rows = []
     for name in ("runs.csv", "sweep-runs.csv"):
         path = os.path.join(run_dir, name)
-        if not os.path.exists(path):
-            continue
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                for side in out:
-                    v = fnum(r.get(f"steal_{side}_pct"))
-                    if v is not None:
-                        out[side].append(v)
-    return out
+        if os.path.exists(path):
+            with open(path, newline="") as f:
+                rows += list(csv.DictReader(f))
+    return rows
 
 
 def main(run_dirs):
@@ -195,20 +190,17 @@ def main(run_dirs):
 
     lines = []
     for d, _ in runs:
-        st = steal_summary(d)
-        if not st["server"] and not st["client"]:
+        st = steal_summary(measured_runs(d))
+        if not st:
             continue
-        cells = []
-        for side in ("server", "client"):
-            v = st[side]
-            cells.append(f"{statistics.median(v):.1f} / {max(v):.1f} / {sum(x >= 5 for x in v)} of {len(v)}"
-                         if v else "–")
+        cells = [f"{st[side][0]:.1f} / {st[side][1]:.1f} / {st[side][2]} of {st[side][3]}"
+                 if side in st else "–" for side in SIDES]
         lines.append(f"| {d.rstrip('/')} | " + " | ".join(cells) + " |")
     if lines:
         print("")
         print("## Steal time\n")
         print("Per run, over its measured runs: median / highest steal % of the pinned CPU, "
-              "and how many runs had 5 % or more.\n")
+              f"and how many runs had {STEAL_NOTABLE:g} % or more.\n")
         print("| run | server's CPU | client's CPU |")
         print("|---|---:|---:|")
         print("\n".join(lines))

@@ -21,6 +21,7 @@ import sys
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from steal import SIDES, STEAL_NOTABLE, steal_summary, steal_values  # noqa: E402
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT,  # noqa: E402
                      best_peer, check_row, row_rank)
 
@@ -39,9 +40,6 @@ WL_TITLES = {
     "f": "(f) refused requests: HTTP/1.1 without Host, each answered 400 and closed (wrk)",
 }
 STARVED_PCT = 60  # closed-loop server below this CPU share: throughput suspect
-
-
-STEAL_NOTABLE = 5.0   # % of a CPU's time stolen in a run worth counting out loud
 
 
 def fnum(x, default=None):
@@ -114,9 +112,8 @@ def summarize_runs(rows):
                                    for r in good])
             m["client_pct"] = median([100 * fnum(r.get("client_cpu_s"), 0) / fnum(r["duration_s"])
                                       for r in good if r.get("client_cpu_s")])
-            for side in ("server", "client"):
-                m["steal_" + side] = median([fnum(r.get(f"steal_{side}_pct")) for r in good
-                                             if fnum(r.get(f"steal_{side}_pct")) is not None])
+            for side in SIDES:
+                m["steal_" + side] = median(steal_values(good, side))
             details = [r["err_detail"] for r in good if int(fnum(r["errors"], 0)) > 0]
             if details:
                 m["note"] = "; ".join(filter(None, [m["note"], details[0]]))
@@ -134,14 +131,9 @@ def steal_cell(m):
 def steal_line(run_rows, sweep_runs):
     """One sentence on the steal time recorded over every measured run (wrk
     and httperf), or None when the runs did not record it."""
-    parts = []
-    for side, cpu in (("server", "the server's CPU"), ("client", "the client's CPU")):
-        vals = [v for v in (fnum(r.get(f"steal_{side}_pct")) for r in run_rows + sweep_runs)
-                if v is not None]
-        if vals:
-            over = sum(v >= STEAL_NOTABLE for v in vals)
-            parts.append(f"{cpu} median {median(vals):.1f} %, highest {max(vals):.1f} %, "
-                         f"{over} of {len(vals)} runs at {STEAL_NOTABLE:g} % or more")
+    parts = [f"the {side}'s CPU median {med:.1f} %, highest {top:.1f} %, "
+             f"{over} of {n} runs at {STEAL_NOTABLE:g} % or more"
+             for side, (med, top, over, n) in steal_summary(run_rows + sweep_runs).items()]
     if not parts:
         return None
     return ("Steal time (the hypervisor running another guest in a pinned CPU's turn; "
