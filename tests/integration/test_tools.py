@@ -348,3 +348,84 @@ def _(srv):
     check(said is not None, "README counts the runs in which cowd's error-free rate was highest")
     m = re.search(r"cowd highest in (\d+) of \d+ runs, tied in (\d+), behind in (\d+)\.", out)
     eq(said.groups(), m.groups(), "(a): runs in which cowd's error-free rate was highest, tied, behind")
+
+
+def paired_report(rounds):
+    """Runs scripts/bench/paired_report.py on paired.csv lines (row, peer,
+    ratio, server CPU busy %) and returns (exit status, paired.md)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        with open(os.path.join(out, "paired.csv"), "w") as f:
+            f.write("row,peer,round,first,cowd_rps,peer_rps,ratio,cowd_errors,peer_errors,"
+                    "server_cpu_busy_pct,client_cpu_busy_pct,steal_server_pct,steal_client_pct\n")
+            for i, (row, peer, ratio, busy) in enumerate(rounds):
+                if ratio is None:       # the peer gave no reply of the kind counted
+                    f.write("%s,%s,%d,cowd,1000.0,0.0,,0,6000,%.1f,99.0,1.0,2.0\n"
+                            % (row, peer, i + 1, busy))
+                else:
+                    f.write("%s,%s,%d,cowd,%.1f,1000.0,%.4f,0,0,%.1f,99.0,1.0,2.0\n"
+                            % (row, peer, i + 1, 1000 * ratio, ratio, busy))
+        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "paired_report.py"), out],
+                           capture_output=True, timeout=30)
+        md = ""
+        if os.path.exists(os.path.join(out, "paired.md")):
+            with open(os.path.join(out, "paired.md")) as f:
+                md = f.read()
+        return p.returncode, md
+
+
+@test("bench paired report: medians per row and peer, server-bound rounds left out, A/A apart")
+def _(srv):
+    rc, md = paired_report([
+        ("c", "nginx", 0.98, 50), ("c", "nginx", 1.02, 55), ("c", "nginx", 0.99, 52),
+        ("c", "nginx", 1.50, 95),           # server CPU full: counted, not used
+        ("c", "h2o", 1.05, 50), ("c", "h2o", 1.04, 50),
+        ("c", "cowd", 0.97, 45), ("c", "cowd", 0.96, 45),     # the A/A check
+        ("f64k", "lighttpd", 1.10, 80),
+        ("f", "h2o", None, 60), ("f", "h2o", None, 60),
+    ])
+    eq(rc, 0, "exit status")
+    check("| c | nginx | 4 | 1 of 3 | 0.990 | 0.980–1.020 | 54 % | 1.0 / 2.0 | 1 | 0 / 0 |" in md,
+          "c/nginx row in %r" % md)
+    check("| c | h2o | 2 | 2 of 2 | 1.045 | 1.040–1.050 |" in md, "c/h2o row in %r" % md)
+    check("| c | cowd | 2 | 0 of 2 | 0.965 |" in md, "A/A row in %r" % md)
+    # the lowest median of the real peers, not the second cowd's
+    check("* c: 0.990 against nginx (behind)" in md, "c summary in %r" % md)
+    check("* f64k: 1.100 against lighttpd (level or ahead)" in md, "f64k summary in %r" % md)
+    check("| f | h2o | 2 | 0 of 0 | – | – | 60 % | 1.0 / 2.0 | 0 | 0 / 12000 |" in md, "f/h2o row in %r" % md)
+    check("* f: h2o gave no reply this row counts in any round" in md, "f/h2o note in %r" % md)
+
+
+@test("bench paired: a real A/A run (cowd against a second cowd) writes its rounds and table")
+def _(srv):
+    import tempfile
+    for tool in ("wrk", "taskset", "curl"):
+        if shutil.which(tool) is None:
+            raise TestSkip("%s not installed" % tool)
+    if (os.cpu_count() or 1) < 2:
+        raise TestSkip("paired runs need 2 CPUs")
+    from cowdtest import COWD
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([os.path.join(SRCDIR, "scripts", "bench", "paired"), "--no-install",
+                            "--cowd", COWD, "--peers", "cowd", "--rows", "c,f", "--rounds", "2",
+                            "--secs", "1", "--out", out], capture_output=True, timeout=180)
+        err = p.stderr.decode(errors="replace")
+        eq(p.returncode, 0, "exit status: %s" % err[-2000:])
+        import csv
+        with open(os.path.join(out, "paired.csv"), newline="") as f:
+            rounds = list(csv.DictReader(f))
+        eq([(r["row"], r["round"], r["first"]) for r in rounds],
+           [("c", "1", "cowd"), ("c", "2", "cowd"), ("f", "1", "cowd"), ("f", "2", "cowd")],
+           "rounds recorded")
+        for r in rounds:
+            check(float(r["cowd_rps"]) > 100 and float(r["peer_rps"]) > 100,
+                  "replies/s on both sides of %r" % r)
+            eq((r["cowd_errors"], r["peer_errors"]), ("0", "0"), "errors in %r" % r)
+            # the same server on both sides: far from 1 would mean the two
+            # wrk did not share the client CPU
+            ratio = float(r["ratio"])
+            check(0.5 < ratio < 2.0, "A/A ratio %r" % ratio)
+            check(0 <= float(r["server_cpu_busy_pct"]) <= 100, "server CPU busy in %r" % r)
+        with open(os.path.join(out, "paired.md")) as f:
+            md = f.read()
+        check("| c | cowd | 2 |" in md and "| f | cowd | 2 |" in md, "table rows in %r" % md)
