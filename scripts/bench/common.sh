@@ -1,8 +1,8 @@
 # common.sh -- shared helpers for the cowd benchmark suite (sourced, bash).
 #
 # Provides: log/warn/die, PY (python3 to use), free_port, proc_tree_stats,
-# cpu_ticks/steal_pct, wait_http, and the CPU pinning settings SERVER_CPU /
-# CLIENT_CPU.
+# cpu_ticks/steal_pct, parse_bench_line, wait_http, and the CPU pinning
+# settings SERVER_CPU / CLIENT_CPU.
 
 : "${SERVER_CPU:=0}"     # server pinned here (taskset -c)
 : "${CLIENT_CPU:=1}"     # load generators and helpers pinned here
@@ -39,9 +39,11 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 # this virtual CPU's turn to another guest.  Nothing where /proc/stat is
 # missing (the BSDs).  On a shared virtual machine steal is the noise no
 # process inside can see, so every run records it on both pinned CPUs.
+# With "idle" as a second argument, a third field: the idle ticks (idle
+# and iowait), for how busy the CPU was.
 cpu_ticks() {
-    awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9 }' \
-        /proc/stat 2>/dev/null
+    awk -v c="cpu$1" -v idle="${2:-}" '$1 == c { t = 0; for (i = 2; i <= 9; i++) t += $i
+        if (idle == "idle") print t, $9, $5 + $6; else print t, $9 }' /proc/stat 2>/dev/null
 }
 
 # steal_pct "TOTAL STEAL" "TOTAL STEAL": stolen share of the ticks between
@@ -50,6 +52,22 @@ steal_pct() {
     awk -v a="$1" -v b="$2" 'BEGIN {
         if (split(a, x, " ") == 2 && split(b, y, " ") == 2 && y[1] > x[1])
             printf "%.1f", 100 * (y[2] - x[2]) / (y[1] - x[1]) }'
+}
+
+# parse_bench_line "BENCH k=v ...": sets requests, duration_us, err_connect,
+# err_read, err_write, err_status, err_timeout, lat_mean_us, lat_p99_us (0
+# when absent) and matched (-1 when absent) from bench.lua's summary line;
+# the caller declares them local.
+parse_bench_line() {
+    local kv
+    requests=0 duration_us=0 err_connect=0 err_read=0 err_write=0 err_status=0
+    err_timeout=0 lat_mean_us=0 lat_p99_us=0 matched=-1
+    for kv in ${1#BENCH }; do
+        case ${kv%%=*} in
+            requests|duration_us|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us|matched)
+                printf -v "${kv%%=*}" '%s' "${kv#*=}" ;;
+        esac
+    done
 }
 
 # proc_tree_stats PID: print "CPU_SECONDS RSS_KB NPROCS" for PID and all its

@@ -1,6 +1,8 @@
 # docs.sh -- generate the benchmark document set (sourced, bash).
 #
 #   make_docroot DIR   creates DIR with deterministic files:
+#   warm_docroot PORT  GETs each of them once from a server on 127.0.0.1:PORT
+#                      (its file cache and the page cache), before measuring
 #     f2k   2,048 B      workloads b, c (and the idle-connection helper)
 #     f12k  12,500 B     workload a (the CoW paper's file) and b, e
 #     f64k  65,536 B     workload b
@@ -22,6 +24,13 @@ make_docroot() {
         yes 'cowd benchmark document: the quick brown fox jumps over the lazy dog 0123456789' \
             | head -c "$size" >"$dir/$name"
         chmod 644 "$dir/$name"
+    done
+}
+
+warm_docroot() {
+    local spec
+    for spec in $DOC_FILES; do
+        curl -s -o /dev/null -m 5 "http://127.0.0.1:$1/${spec%%:*}" || true
     done
 }
 

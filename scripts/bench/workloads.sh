@@ -60,11 +60,7 @@ start_for() {
     local d="$WORK/run-$server-$wl"
     rm -rf "$d"
     if server_start "$server" "$DOCROOT" "$d" "$mode"; then
-        # warm the page cache / the server's file cache
-        local f
-        for f in f2k f12k f64k m500 m5k m50k m5m; do
-            curl -s -o /dev/null -m 5 "http://127.0.0.1:$SRV_PORT/$f" || true
-        done
+        warm_docroot "$SRV_PORT"
         return 0
     fi
     echo "$server,$wl,-,0,0,0,0,0,,,,,,start failed" >>"$OUT/runs.csv"
@@ -101,14 +97,9 @@ wrk_once() {
     rss=$(rss_now)
     pid_alive "$SRV_PID" || note="${note:+$note; }server died during run"
     # the BENCH line from bench.lua: requests=.. duration_us=.. err_*=.. lat_*=..
-    local kv requests=0 duration_us=0 err_connect=0 err_read=0 err_write=0 \
-        err_status=0 err_timeout=0 lat_mean_us=0 lat_p99_us=0 matched=-1
-    for kv in ${line#BENCH }; do
-        case ${kv%%=*} in
-            requests|duration_us|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us|matched)
-                printf -v "${kv%%=*}" '%s' "${kv#*=}" ;;
-        esac
-    done
+    local requests duration_us err_connect err_read err_write err_status \
+        err_timeout lat_mean_us lat_p99_us matched
+    parse_bench_line "$line"
     awk -v s="$server" -v w="$wl" -v l="$label" -v r="$rep" \
         -v req="$requests" -v dur="$duration_us" -v ec="$err_connect" \
         -v er="$err_read" -v ew="$err_write" -v es="$err_status" \
