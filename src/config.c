@@ -58,7 +58,7 @@ enum {
     OPT_MAX_CONN, OPT_CACHE_SIZE, OPT_CACHE_ENTRIES, OPT_CACHE_VALIDATE, OPT_SENDFILE_MIN, OPT_SENDFILE_CHUNK,
     OPT_WORKERS, OPT_REUSEPORT, OPT_SHUTDOWN_TIMEOUT, OPT_ACCESS_LOG, OPT_LOG_FORMAT,
     OPT_DAEMON, OPT_PID_FILE, OPT_USER, OPT_GROUP, OPT_CHROOT, OPT_DEFER_ACCEPT,
-    OPT_NOTSENT_LOWAT
+    OPT_NOTSENT_LOWAT, OPT_QUICK_ACK
 };
 
 static const struct option options[] = {
@@ -86,6 +86,7 @@ static const struct option options[] = {
     { "max-body-discard",       required_argument, NULL, OPT_MAX_BODY },
     { "backlog",                required_argument, NULL, OPT_BACKLOG },
     { "defer-accept",           required_argument, NULL, OPT_DEFER_ACCEPT },
+    { "quick-ack",              no_argument,       NULL, OPT_QUICK_ACK },
     { "max-connections",        required_argument, NULL, OPT_MAX_CONN },
     { "cache-size",             required_argument, NULL, OPT_CACHE_SIZE },
     { "cache-entries",          required_argument, NULL, OPT_CACHE_ENTRIES },
@@ -157,6 +158,9 @@ void config_usage(FILE *out)
 "      --defer-accept SEC       accept a connection only once its first bytes arrive,\n"
 "                               or after SEC seconds (TCP_DEFER_ACCEPT; default 1;\n"
 "                               0 = accept at once)\n"
+"      --quick-ack              acknowledge a connection's first request at once in a\n"
+"                               segment of its own, instead of with the reply\n"
+"                               (Linux TCP_QUICKACK; default: with the reply)\n"
 "      --max-connections N      open client connections per process (default 16384)\n"
 "      --cache-size BYTES       file cache: memory for small files' contents (default 64m)\n"
 "      --cache-entries N        file cache: most files cached (default 4096; 0 = no cache)\n"
@@ -306,6 +310,7 @@ int config_parse(int argc, char **argv)
         case OPT_MAX_BODY: NUM(max_body_discard, 0, 1ULL << 40, 1); break;
         case OPT_BACKLOG: NUM(backlog, 1, 1 << 20, 0); break;
         case OPT_DEFER_ACCEPT: NUM(defer_accept, 0, 3600, 0); break;
+        case OPT_QUICK_ACK: cfg.quick_ack = 1; break;
         case OPT_MAX_CONN: NUM(max_connections, 1, 10000000, 0); break;
         case OPT_CACHE_SIZE: NUM(cache_size, 0, 1ULL << 40, 1); break;
         case OPT_CACHE_ENTRIES: NUM(cache_entries, 0, 10000000, 0); break;

@@ -33,6 +33,7 @@ struct config {
     uint64_t    max_body_discard;   /* body bytes read and dropped on GET/HEAD */
     unsigned    backlog;
     unsigned    defer_accept;       /* TCP_DEFER_ACCEPT seconds, 0 = off */
+    int         quick_ack;          /* ACK a connection's first request on its own */
     int         foreground;
     unsigned    max_connections;    /* open client connections per worker */
     size_t      cache_size;         /* file cache: bytes of small-file contents */

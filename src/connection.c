@@ -116,6 +116,8 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 return READ_ERROR;
             io_drained(c->fd, 0);
+            if (c->in_end > 0)
+                io_ack_now(c->fd);  /* a request in pieces: see io.h */
         }
         read_first = 1;
         c->read_waited = 1;
@@ -168,6 +170,7 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
         io_drained(c->fd, 0);
+        io_ack_now(c->fd);          /* the body's rest may wait for it: see io.h */
         if (buff_flush(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
             return -1;
     }

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "autoconfig.h"
+#include "log.h"
 #ifdef HAVE_SYS_SENDFILE_H
 #include <sys/sendfile.h>
 #endif
@@ -26,6 +29,19 @@
 #endif
 
 int (*io_under_pressure)(void);
+
+void io_ack_now(int fd)
+{
+#ifdef TCP_QUICKACK
+    /* 1 sends the pending ACK at once and leaves delayed-ACK mode until
+     * the kernel sees the connection answer again */
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) < 0)
+        log_errno(LOG_DEBUG, "TCP_QUICKACK on a client socket");
+#else
+    (void)fd;
+#endif
+}
 
 int io_waiter_init(struct io_waiter *w)
 {

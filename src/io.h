@@ -72,6 +72,14 @@ static inline void io_short_read(int fd)
     pth_fddrained(fd);
 }
 
+/* Part of a request is here and the caller is about to wait for the rest:
+ * acknowledge it now.  Accepted sockets start with delayed ACKs (see
+ * listen.c: the reply carries the ACK), and a client that holds the rest of
+ * its request until what it sent is acknowledged (Nagle, no TCP_NODELAY)
+ * would otherwise wait for the delayed-ACK timer, about 40 ms.  Linux only;
+ * a failure costs only that wait, and is logged at debug level. */
+void io_ack_now(int fd);
+
 /* Park until fd is readable (want_write 0) or writable (1), or until the
  * deadline (NULL: none).  0 when ready, -1 with errno ETIMEDOUT otherwise. */
 int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);

@@ -146,6 +146,7 @@ int listen_check_free(const char *spec)
 }
 
 int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
+                          int quick_ack,
                           size_t notsent_lowat, unsigned short *port)
 {
     struct sockaddr_storage ss;
@@ -225,6 +226,26 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned
         close(fd);
         return -1;
     }
+    /* Every request is answered at once, so its ACK can ride on the reply.
+     * Linux sends the ACK of a connection's first data in a segment of its
+     * own (quick-ACK mode) and delays ACKs only once it has seen the
+     * connection answer; with quick-ACK off on the listener, accepted
+     * sockets start out that way and the first reply carries the ACK: one
+     * segment fewer per connection, and on loopback that segment was made
+     * and taken in the client's own system call.  A client that writes one
+     * request in pieces without TCP_NODELAY waits a delayed-ACK time (about
+     * 40 ms) for the next piece, as it may on later requests once the
+     * kernel has seen the connection answer.  Set after listen(), which
+     * clears the ACK state. */
+#ifdef TCP_QUICKACK
+    if (!quick_ack) {
+        int zero = 0;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero) < 0)
+            log_errno(LOG_WARN, "listen %s: TCP_QUICKACK", spec);
+    }
+#else
+    (void)quick_ack;
+#endif
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
     if (getsockname(fd, (struct sockaddr *)&bound, &blen) == 0)

@@ -14,9 +14,11 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
  * such sockets (one per worker) share the address and the kernel spreads
  * connections among them.  Fails if the system lacks SO_REUSEPORT.
  * defer_accept: TCP_DEFER_ACCEPT seconds; notsent_lowat: TCP_NOTSENT_LOWAT
- * bytes, which accepted sockets inherit (0 for either: not set). */
+ * bytes, which accepted sockets inherit (0 for either: not set).  Unless
+ * quick_ack, accepted sockets acknowledge their first request with the
+ * reply rather than in a segment of its own (Linux). */
 int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned defer_accept,
-                          size_t notsent_lowat, unsigned short *port);
+                          int quick_ack, size_t notsent_lowat, unsigned short *port);
 /* *port: 0 to bind the port in spec, or the port to bind instead (the
  * further sockets of one address with reuseport: spec's port may be 0); set
  * to the bound port. */

@@ -141,7 +141,8 @@ int main(int argc, char **argv)
      * of one address share the port the first got (":0" too) */
     for (unsigned i = 0; i < nsock; i++) {
         lfds[i] = listen_open_reuseport(cfg.listen[i % cfg.n_listen], (int)cfg.backlog, cfg.reuseport,
-                                         cfg.defer_accept, cfg.notsent_lowat, &ports[i % cfg.n_listen]);
+                                         cfg.defer_accept, cfg.quick_ack, cfg.notsent_lowat,
+                                         &ports[i % cfg.n_listen]);
         if (lfds[i] < 0)
             return EXIT_FAILURE;
     }

@@ -2,6 +2,7 @@
 
 import socket
 import struct
+import sys
 import threading
 import time
 
@@ -459,6 +460,85 @@ def _(srv):
     finally:
         for s in socks:
             s.close()
+
+
+# offset of tcpi_segs_in (Linux 4.2 on) in struct tcp_info
+TCPI_SEGS_IN = 140
+
+
+def segments_received(port, tries=5):
+    """Per connection of `tries`, each sending one Connection: close request
+    for /hello.txt and reading the reply and the server's close: how many
+    segments the client received (from its TCP_INFO), with the bodies."""
+    if not sys.platform.startswith("linux") or not hasattr(socket, "TCP_INFO"):
+        raise TestSkip("segment counts come from Linux's TCP_INFO")
+    counts, bodies = [], []
+    for _ in range(tries):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        try:
+            s.sendall(request("GET", "/hello.txt", ["Connection: close"]))
+            data = b""
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                data += d
+            info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+        finally:
+            s.close()
+        if len(info) < TCPI_SEGS_IN + 4:
+            raise TestSkip("this kernel's tcp_info has no segment counts")
+        counts.append(struct.unpack_from("I", info, TCPI_SEGS_IN)[0])
+        bodies.append(data.split(b"\r\n\r\n", 1)[-1])
+    return counts, bodies
+
+
+@test("robust: the reply carries the ACK of a connection's first request (no segment for the ACK alone)")
+def _(srv):
+    counts, bodies = segments_received(srv.port)
+    for body in bodies:
+        eq(body, HELLO, "body")
+    # SYN-ACK, then the reply with the server's FIN; a lone ACK of the request
+    # would make 3.  Several tries: a reply slower than the delayed-ACK timer
+    # (a loaded machine, valgrind) lets the ACK go first.
+    check(min(counts) <= 2, "every connection received a segment more than SYN-ACK and "
+          "the reply: %r" % counts)
+
+
+@test("robust: --quick-ack acknowledges the first request in a segment of its own", ["--quick-ack"])
+def _(srv):
+    counts, bodies = segments_received(srv.port)
+    for body in bodies:
+        eq(body, HELLO, "body")
+    check(min(counts) >= 3, "a connection received only SYN-ACK and the reply: %r" % counts)
+
+
+@test("robust: a request written in pieces with Nagle on is answered without waiting for delayed ACKs")
+def _(srv):
+    # A piece waits in the client until the one before is acknowledged; a
+    # server leaving that to the delayed-ACK timer (at least 40 ms on Linux,
+    # after which the kernel acknowledges quickly again) takes over 40 ms.
+    pieces = [b"GET /hello.txt HTTP/1.1\r\n", b"Host: localhost\r\n", b"Content-Length: 5\r\n",
+              b"Connection: close\r\n\r\nhello"]
+    times = []
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+            start = time.monotonic()
+            for p in pieces:
+                s.sendall(p)
+            data = b""
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                data += d
+            times.append(time.monotonic() - start)
+        finally:
+            s.close()
+        eq(data.split(b"\r\n\r\n", 1)[-1], HELLO, "body")
+    check(min(times) < 0.025, "fastest of 5 took %.0f ms" % (min(times) * 1000))
 
 
 @test("robust: --defer-accept 0 accepts silent connections at once",

@@ -260,6 +260,11 @@ def _(srv):
     check(out.index("| a: f12k-sweep | efficiency") < out.index("| b: f2k | efficiency"),
           "row order in %r" % out)
     check("Runs meeting every target: 1 of 2." in out, "verdict in %r" % out)
+    # each target met in 1 of 2 runs: two rows of a kind expected in 1/4 of runs
+    check("| efficiency | 2 | 1 of 2 | 0.250 | 4 |" in out, "efficiency chance in %r" % out)
+    check("| throughput | 2 | 1 of 2 | 0.250 | 4 |" in out, "throughput chance in %r" % out)
+    check("| p99 | 1 | 1 of 2 | 0.500 | 2 |" in out, "p99 chance in %r" % out)
+    check("| all | 5 | 1 of 2 | 0.031 | 32 |" in out, "all-targets chance in %r" % out)
     rc, out, err = across_runs([None])
     eq(rc, 2, "exit status with no usable run: %s" % err)
 
@@ -278,6 +283,10 @@ def _(srv):
     check("| b: f2k | lighttpd | 1 of 2 | 1.10 | 0.95–1.25 | 1 |" in out, "lighttpd row in %r" % out)
     check("| b: f2k | nginx | 1 of 2 | 1.01 | 0.91–1.11 | 1 |" in out, "nginx row in %r" % out)
     check("| b: f2k | cowd+log |" not in out, "cowd+log listed as a peer: %r" % out)
+    # efficiency met in both runs though throughput never was
+    check("| efficiency | 1 | 2 of 2 | 1.000 | 1 |" in out, "efficiency chance in %r" % out)
+    check("| throughput | 1 | 0 of 2 | 0.000 | never |" in out, "throughput chance in %r" % out)
+    check("| all | 3 | 0 of 2 | 0.000 | never |" in out, "all-targets chance in %r" % out)
 
 
 @test("bench across runs: (a)'s highest rate before the first errors, cowd against the best peer")
@@ -334,7 +343,7 @@ def _(srv):
     p = subprocess.run(["python3"] + argv, cwd=SRCDIR, capture_output=True, timeout=60)
     eq(p.returncode, 0, "exit status of %s: %s" % (" ".join(argv), p.stderr.decode()))
     out = p.stdout.decode()
-    first = out[:out.index("## Throughput against each peer alone")]
+    first = out[:out.index("\n## ")]     # the first table only
     tool_rows = [tuple(c.strip() for c in l.strip("|").split("|"))[-3:]
                  for l in first.split("\n") if l.startswith("| ") and not l.startswith("| workload")]
     eq(len(readme_rows), len(tool_rows), "rows in the README's table")
