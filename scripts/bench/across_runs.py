@@ -11,6 +11,12 @@ a median ratio above the line is noise when it misses; one met in few runs
 is a real gap.  Run directories without a summary.csv are skipped with a
 message.
 
+Under it, per kind of target (efficiency, throughput, p99) and over all of
+them: the runs that met every target of that kind, and the share expected
+to if each target were met independently at its rate in the first table
+(the product of the rates).  Targets each met in about half the runs make
+a run meeting all of them rare without any of them being behind.
+
 A second table splits the throughput target by peer: cowd against each
 peer alone, in how many runs it was at least level, its median ratio, and
 in how many runs that peer was the best one.  Where the client is the
