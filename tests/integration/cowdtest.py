@@ -381,6 +381,16 @@ def request(method, target, headers=None, version="HTTP/1.1", host="localhost", 
 # the server
 # ---------------------------------------------------------------------------
 
+def read_to_eof(sock, chunk=65536):
+    """Everything the peer sends on sock until it closes its side."""
+    data = b""
+    while True:
+        d = sock.recv(chunk)
+        if not d:
+            return data
+        data += d
+
+
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))

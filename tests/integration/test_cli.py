@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from cowdtest import (COWD, OPTIONAL_FLAGS, SRCDIR, Server, TestFailure, TestSkip, build_has, check,
-                      eq, free_port, test)
+                      eq, free_port, read_to_eof, test)
 
 
 def run_cowd(*args):
@@ -32,12 +32,7 @@ def get_when_listening(host, port, host_header, what):
             time.sleep(0.05)
     c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: " + host_header +
               b"\r\nConnection: close\r\n\r\n")
-    data = b""
-    while True:
-        d = c.recv(4096)
-        if not d:
-            break
-        data += d
+    data = read_to_eof(c, 4096)
     c.close()
     return data
 

@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from cowdtest import BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, TestFailure, TestSkip, check, eq, request, test
+from cowdtest import BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, TestFailure, TestSkip, check, eq, read_to_eof, request, test
 
 
 @test("robust: half-closed client still receives the full response")
@@ -477,12 +477,7 @@ def segments_received(port, tries=5):
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
         try:
             s.sendall(request("GET", "/hello.txt", ["Connection: close"]))
-            data = b""
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                data += d
+            data = read_to_eof(s)
             info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
         finally:
             s.close()
@@ -528,12 +523,7 @@ def _(srv):
             start = time.monotonic()
             for p in pieces:
                 s.sendall(p)
-            data = b""
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                data += d
+            data = read_to_eof(s)
             times.append(time.monotonic() - start)
         finally:
             s.close()
