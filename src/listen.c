@@ -232,11 +232,10 @@ int listen_open_reuseport(const char *spec, int backlog, int reuseport, unsigned
      * connection answer; with quick-ACK off on the listener, accepted
      * sockets start out that way and the first reply carries the ACK: one
      * segment fewer per connection, and on loopback that segment was made
-     * and taken in the client's own system call.  A client that writes one
-     * request in pieces without TCP_NODELAY waits a delayed-ACK time (about
-     * 40 ms) for the next piece, as it may on later requests once the
-     * kernel has seen the connection answer.  Set after listen(), which
-     * clears the ACK state. */
+     * and taken in the client's own system call.  A request that arrives
+     * in pieces is acknowledged when a piece is read (io_ack_now), so a
+     * Nagle client does not wait for the delayed-ACK timer.  Set after
+     * listen(), which clears the ACK state. */
 #ifdef TCP_QUICKACK
     if (!quick_ack) {
         int zero = 0;
