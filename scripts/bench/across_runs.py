@@ -37,6 +37,7 @@ which no process on the machine can see and which slows whichever server
 it lands on.
 """
 import csv
+import math
 import os
 from collections import Counter, defaultdict
 import statistics
@@ -102,15 +103,6 @@ def measured_runs(run_dir):
 TARGET_KINDS = ("efficiency", "throughput", "p99")
 
 
-def chance_all(rates):
-    """The chance that one run meets every target if each is met on its own,
-    independently, at its rate over these runs."""
-    p = 1.0
-    for r in rates:
-        p *= r
-    return p
-
-
 def print_chance(seen, kind_met, all_met, n_runs):
     """Per kind of target and over all of them: how many runs met every
     target of that kind, against how many would if the targets were met
@@ -128,7 +120,7 @@ def print_chance(seen, kind_met, all_met, n_runs):
     for name, keys, met in groups:
         if not keys:
             continue
-        p = chance_all(sum(ok for ok, _ in seen[k]) / len(seen[k]) for k in keys)
+        p = math.prod(sum(ok for ok, _ in seen[k]) / len(seen[k]) for k in keys)
         one_in = f"{1 / p:,.0f}" if p > 0 else "never"
         print(f"| {name} | {len(keys)} | {met} of {n_runs} | {p:.3f} | {one_in} |")
 
@@ -169,7 +161,7 @@ def main(run_dirs):
           "peer p99 (shown as cowd / that p99, so <= 1.00 meets it).\n")
     print("| workload | target | runs met | median ratio | lowest–highest |")
     print("|---|---|---:|---:|---:|")
-    order = {"efficiency": 0, "throughput": 1, "p99": 2}
+    order = {kind: i for i, kind in enumerate(TARGET_KINDS)}
     for (key, target) in sorted(seen, key=lambda k: (row_rank(k[0]), order[k[1]])):
         results = seen[(key, target)]
         values = [v for _, v in results if v is not None]
