@@ -348,7 +348,8 @@ int config_parse(int argc, char **argv)
         case OPT_CHROOT: cfg.chroot_dir = optarg; break;
         case 'h': config_usage(stdout); return 1;
         case OPT_VERSION:
-            printf("cowd %s (GNU Pth 2.0.7 patched, %s backend)\n", PACKAGE_VERSION, COWD_BACKEND);
+            printf("cowd %s (GNU Pth 2.0.7 patched, %s backend, %s park)\n", PACKAGE_VERSION,
+                   COWD_BACKEND, COWD_PARK);
             return 1;
         case ':':
             fprintf(stderr, "cowd: option '%s' needs a value (see cowd --help)\n", argv[optind - 1]);

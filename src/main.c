@@ -157,8 +157,8 @@ int main(int argc, char **argv)
         char where[INET6_ADDRSTRLEN + 16];
         listen_describe(lfds[i], where, sizeof where);
         log_msg(LOG_INFO, "serving %s on http://%s/ with %u worker%s of %u handler threads "
-                "(%s backend%s)", cfg.root, where, cfg.workers, cfg.workers == 1 ? "" : "s",
-                cfg.threads, COWD_BACKEND, cfg.reuseport ? ", SO_REUSEPORT" : "");
+                "(%s backend, %s park%s)", cfg.root, where, cfg.workers,
+                cfg.workers == 1 ? "" : "s", cfg.threads, COWD_BACKEND, COWD_PARK, cfg.reuseport ? ", SO_REUSEPORT" : "");
     }
     struct master_setup ms = {
         .lfds = lfds,

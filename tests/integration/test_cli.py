@@ -65,11 +65,13 @@ def _(srv):
     eq(missing, [], "flags of --help missing from the documentation")
 
 
-@test("cli: --version names the version and the Pth backend")
+@test("cli: --version names the version, the Pth backend and the park")
 def _(srv):
     rc, out, err = run_cowd("--version")
     eq(rc, 0, "exit status")
-    check(out.startswith("cowd ") and "backend" in out, "version line: %r" % out)
+    check(out.startswith("cowd ") and re.search(r"\b(epoll|libevent|select) backend\b", out),
+          "version line names the backend: %r" % out)
+    check(re.search(r"\b(epoll|poll) park\b", out), "version line names the park: %r" % out)
 
 
 @test("cli: a feature left out of this build (--enable-minimal) is refused at start-up, naming it")

@@ -1,7 +1,9 @@
 /* check_park.c: the parking lot: a parked socket that becomes readable goes
  * back to the depot with its request count; expiry closes it; and a graceful
  * stop racing an unpark that waits for a free message neither frees a slot
- * twice nor hands a closed descriptor to a handler. */
+ * twice nor hands a closed descriptor to a handler.  Runs against the park
+ * the build has: epoll (the default on Linux) or poll (scripts/test's
+ * libevent variant, configured --with-park=poll as a BSD build is). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -217,7 +219,9 @@ END_TEST
  * (it is now the oldest parked, at --max-connections) and a new, silent
  * connection is parked in its slot.  The batch's event for that slot is
  * stale: before, the park thread handed the new connection to a handler
- * although it had sent nothing. */
+ * although it had sent nothing.  The poll park did the same until it kept
+ * each poll result with the park it was taken of (it matched results to
+ * slots by the descriptor number, and the new connection reuses it). */
 START_TEST(stale_event_does_not_unpark_the_slots_next_connection)
 {
     int a[2], b[2], c[2];
