@@ -317,6 +317,23 @@ def rounds_table(paired, headline):
             "|---|---|---:|---:|---:|---:|"] + rows + [""]
 
 
+def redo_line(rule, run_rows, set_aside):
+    """One sentence on the runs run again for steal (wrk_once in
+    workloads.sh): the rule, the attempts set aside per server, and the kept
+    rows that were still disturbed after the last attempt.  None when the
+    rule was off."""
+    if not rule:
+        return None
+    per_server = {}
+    for r in set_aside:
+        per_server[r["server"]] = per_server.get(r["server"], 0) + 1
+    kept_redone = [r for r in run_rows if "attempts (steal)" in (r.get("note") or "")]
+    aside = ", ".join(f"{s} {n}" for s, n in sorted(per_server.items())) or "none"
+    return (f"Runs disturbed by steal ({rule}): {len(set_aside)} attempts set aside "
+            f"({aside}); {len(kept_redone)} of {len(run_rows)} rows are the best of two or "
+            f"more attempts (noted in runs.csv).")
+
+
 def main():
     run_rows = read_csv("runs.csv")
     runs = summarize_runs(run_rows)
@@ -360,6 +377,9 @@ def main():
     steal = steal_line(run_rows, read_csv("sweep-runs.csv"))
     if steal:
         md += ["", steal]
+    redo = redo_line(env.get("steal_redo"), run_rows, read_csv("runs-disturbed.csv"))
+    if redo:
+        md += ["", redo]
     md.append("")
 
     summary_rows = []

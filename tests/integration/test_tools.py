@@ -237,6 +237,57 @@ def _(srv):
     check("none=\n" in out and "same=\n" in out, "unknown steal not empty in %r" % out)
 
 
+@test("bench: a run with a pinned CPU stolen is run again, the least-stolen attempt kept")
+def _(srv):
+    import csv
+    import tempfile
+    # wrk_once's rule alone: wrk_measure is replaced by attempts whose steal
+    # (the larger of the two CPUs') is given, one per call
+    script = r'''
+BENCH_DIR=%s; . "$BENCH_DIR/common.sh"; . "$BENCH_DIR/workloads.sh"
+OUT=$1; init_results
+log() { :; }
+wrk_measure() {
+    WRK_STEAL=${STEALS[$i]}
+    WRK_ROW="$1,$2,$3,$4,1000,10,100.0,0,connect=0,0.1,0.2,1.00,100,$NOTE,1.00,${STEALS[$i]},0.5"
+    i=$((i + 1))
+}
+STEAL_REDO=5 STEAL_REDO_MAX=2
+STEALS=(7.0 3.0 6.0); i=0 NOTE= wrk_once cowd c f2k-close 1 /f2k
+STEALS=(8.0 6.0 7.0 1.0); i=0 NOTE=idle wrk_once nginx b f2k 1 /f2k
+STEALS=(4.9); i=0 NOTE= wrk_once h2o b f2k 1 /f2k
+STEALS=("" 1.0); i=0 NOTE= wrk_once lighttpd b f2k 1 /f2k
+STEALS=(9.0 1.0); i=0 NOTE= STEAL_REDO_MAX=0 wrk_once cowd b f2k 2 /f2k
+''' % os.path.join(SRCDIR, "scripts", "bench")
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run(["bash", "-c", script, "bash", out], capture_output=True, timeout=30)
+        eq(p.returncode, 0, "exit status: %s" % p.stderr.decode(errors="replace"))
+        with open(os.path.join(out, "runs.csv"), newline="") as f:
+            kept = [(r["server"], r["rep"], r["steal_server_pct"], r["note"]) for r in csv.DictReader(f)]
+        eq(kept, [("cowd", "1", "3.0", "best of 2 attempts (steal)"),   # 3.0: no third
+                  # two repeats at most (the fourth attempt, 1.0, never ran),
+                  # and the least stolen of the three kept, not the last
+                  ("nginx", "1", "6.0", "idle; best of 3 attempts (steal)"),
+                  ("h2o", "1", "4.9", ""),           # under the threshold
+                  ("lighttpd", "1", "", ""),         # steal unknown: not judged
+                  ("cowd", "2", "9.0", "")],         # repeats off
+           "rows kept")
+        with open(os.path.join(out, "runs-disturbed.csv"), newline="") as f:
+            aside = [(r["server"], r["steal_server_pct"]) for r in csv.DictReader(f)]
+        eq(aside, [("cowd", "7.0"), ("nginx", "8.0"), ("nginx", "7.0")],
+           "attempts set aside")
+        with open(os.path.join(out, "env.txt"), "w") as f:
+            f.write("mode=full\nsteal_redo=b-f: the rule\n")
+        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
+                           capture_output=True, timeout=30)
+        eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
+        with open(os.path.join(out, "results.md")) as f:
+            md = f.read()
+        check("Runs disturbed by steal (b-f: the rule): 3 attempts set aside (cowd 1, nginx 2); "
+              "2 of 5 rows are the best of two or more attempts (noted in runs.csv)." in md,
+              "redo line in %r" % md)
+
+
 @test("bench across runs: counts the runs meeting each target, by the report's rule")
 def _(srv):
     rc, out, err = across_runs([
