@@ -69,6 +69,16 @@ def _(srv):
     srv.assert_alive()
 
 
+def report_in(out):
+    """Runs scripts/bench/report.py on the run directory OUT and returns the
+    results.md it writes."""
+    p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
+                       capture_output=True, timeout=30)
+    eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
+    with open(os.path.join(out, "results.md")) as f:
+        return f.read()
+
+
 def bench_report(rows):
     """Runs scripts/bench/report.py on wrk rows (server, label, replies/s,
     server CPU s, p99 ms[, round]; 10 s runs, a server's rows of one label
@@ -84,11 +94,7 @@ def bench_report(rows):
                 rep = row[5] if len(row) > 5 else i
                 f.write("%s,b,%s,%d,%d,10,%d,0,,0.5,%s,%s,1000,,10\n"
                         % (server, label, rep, rps * 10, rps, p99, cpu_s))
-        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
-                           capture_output=True, timeout=30)
-        eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
-        with open(os.path.join(out, "results.md")) as f:
-            return f.read()
+        return report_in(out)
 
 
 @test("bench report: the targets table names every missed target")
@@ -200,11 +206,7 @@ def _(srv):
                     "steal_server_pct,steal_client_pct\n")
             f.write("cowd,1000,5000,25000,5,5000,1000,0.1,0,0,0,0,0,0,0.5,1,9.0,5.0\n")
             f.write("cowd,2000,10000,50000,5,10000,2000,0.1,0,0,0,0,0,0,0.9,1,2.0,0.1\n")
-        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
-                           capture_output=True, timeout=30)
-        eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
-        with open(os.path.join(out, "results.md")) as f:
-            md = f.read()
+        md = report_in(out)
         # the medians of cowd's three runs; nginx recorded none
         check(re.search(r"^\| cowd \| .*\| 1\.5 / 0\.3 \| [^|]+\| 3 \|", md, re.M),
               "cowd row in %r" % md)
@@ -278,11 +280,7 @@ STEALS=(9.0 1.0); i=0 NOTE= STEAL_REDO_MAX=0 wrk_once cowd b f2k 2 /f2k
            "attempts set aside")
         with open(os.path.join(out, "env.txt"), "w") as f:
             f.write("mode=full\nsteal_redo=b-f: the rule\n")
-        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "report.py"), out],
-                           capture_output=True, timeout=30)
-        eq(p.returncode, 0, "report.py exit status: %s" % p.stderr.decode(errors="replace"))
-        with open(os.path.join(out, "results.md")) as f:
-            md = f.read()
+        md = report_in(out)
         check("Runs disturbed by steal (b-f: the rule): 3 attempts set aside (cowd 1, nginx 2); "
               "2 of 5 rows are the best of two or more attempts (noted in runs.csv)." in md,
               "redo line in %r" % md)
