@@ -138,7 +138,13 @@ wrk_once() {
     while :; do
         WRK_ATTEMPT_TAG=$( [ "$attempt" -gt 0 ] && echo "-redo$attempt") wrk_measure "$@"
         rc=$?
-        [ "$rc" -ne 0 ] && { echo "$WRK_ROW" >>"$OUT/runs.csv"; return 1; }
+        if [ "$rc" -ne 0 ]; then
+            # the run failed (the server died, wrk gave no result): that is
+            # its row; the attempts that worked before it are set aside
+            for row in "${tried[@]}"; do echo "$row" >>"$OUT/runs-disturbed.csv"; done
+            echo "$WRK_ROW" >>"$OUT/runs.csv"
+            return 1
+        fi
         tried+=("$WRK_ROW")
         if [ -z "$best_row" ] || awk -v a="$WRK_STEAL" -v b="$best_steal" 'BEGIN { exit !(a < b) }'; then
             best_row=$WRK_ROW best_steal=$WRK_STEAL

@@ -250,6 +250,10 @@ BENCH_DIR=%s; . "$BENCH_DIR/common.sh"; . "$BENCH_DIR/workloads.sh"
 OUT=$1; init_results
 log() { :; }
 wrk_measure() {
+    if [ "${STEALS[$i]}" = died ]; then
+        WRK_STEAL= WRK_ROW="$1,$2,$3,$4,0,0,0,0,,,,,,server died"
+        return 1
+    fi
     WRK_STEAL=${STEALS[$i]}
     WRK_ROW="$1,$2,$3,$4,1000,10,100.0,0,connect=0,0.1,0.2,1.00,100,$NOTE,1.00,${STEALS[$i]},0.5"
     i=$((i + 1))
@@ -260,10 +264,12 @@ STEALS=(8.0 6.0 7.0 1.0); i=0 NOTE=idle wrk_once nginx b f2k 1 /f2k
 STEALS=(4.9); i=0 NOTE= wrk_once h2o b f2k 1 /f2k
 STEALS=("" 1.0); i=0 NOTE= wrk_once lighttpd b f2k 1 /f2k
 STEALS=(9.0 1.0); i=0 NOTE= STEAL_REDO_MAX=0 wrk_once cowd b f2k 2 /f2k
+STEALS=(6.0 died); i=0 NOTE= wrk_once nginx b f2k 2 /f2k || echo "failed as it should"
 ''' % os.path.join(SRCDIR, "scripts", "bench")
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.run(["bash", "-c", script, "bash", out], capture_output=True, timeout=30)
         eq(p.returncode, 0, "exit status: %s" % p.stderr.decode(errors="replace"))
+        eq(p.stdout.decode(), "failed as it should\n", "a failed repeat fails the run")
         with open(os.path.join(out, "runs.csv"), newline="") as f:
             kept = [(r["server"], r["rep"], r["steal_server_pct"], r["note"]) for r in csv.DictReader(f)]
         eq(kept, [("cowd", "1", "3.0", "best of 2 attempts (steal)"),   # 3.0: no third
@@ -272,17 +278,18 @@ STEALS=(9.0 1.0); i=0 NOTE= STEAL_REDO_MAX=0 wrk_once cowd b f2k 2 /f2k
                   ("nginx", "1", "6.0", "idle; best of 3 attempts (steal)"),
                   ("h2o", "1", "4.9", ""),           # under the threshold
                   ("lighttpd", "1", "", ""),         # steal unknown: not judged
-                  ("cowd", "2", "9.0", "")],         # repeats off
+                  ("cowd", "2", "9.0", ""),          # repeats off
+                  ("nginx", "2", None, "server died")],  # the repeat failed: its row
            "rows kept")
         with open(os.path.join(out, "runs-disturbed.csv"), newline="") as f:
             aside = [(r["server"], r["steal_server_pct"]) for r in csv.DictReader(f)]
-        eq(aside, [("cowd", "7.0"), ("nginx", "8.0"), ("nginx", "7.0")],
+        eq(aside, [("cowd", "7.0"), ("nginx", "8.0"), ("nginx", "7.0"), ("nginx", "6.0")],
            "attempts set aside")
         with open(os.path.join(out, "env.txt"), "w") as f:
             f.write("mode=full\nsteal_redo=b-f: the rule\n")
         md = report_in(out)
-        check("Runs disturbed by steal (b-f: the rule): 3 attempts set aside (cowd 1, nginx 2); "
-              "2 of 5 rows are the best of two or more attempts (noted in runs.csv)." in md,
+        check("Runs disturbed by steal (b-f: the rule): 4 attempts set aside (cowd 1, nginx 3); "
+              "2 of 6 rows are the best of two or more attempts (noted in runs.csv)." in md,
               "redo line in %r" % md)
 
 
