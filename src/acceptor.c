@@ -29,8 +29,6 @@
 #include "log.h"
 #include "spawn.h"
 
-struct acceptor_arg { int fd; struct depot *d; };
-
 static int stop_pipe[2] = { -1, -1 };
 static int stopping;
 static unsigned long n_accepted, n_empty;
@@ -143,24 +141,53 @@ static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *le
 #endif
 }
 
-void acceptor_run(int lfd, struct depot *d)
-{
-    unsigned long emfile_count = 0;
+struct acceptor {
+    int lfd;
+    struct depot *d;
+    pth_event_t ev_listen;      /* the listen socket or the stop pipe */
+    pth_event_t ev_client;      /* alone, not in ev_listen's ring: the wait at --max-connections */
+};
 
+struct acceptor *acceptor_new(int lfd, struct depot *d)
+{
+    struct acceptor *a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        log_errno(LOG_ERROR, "acceptor: out of memory");
+        return NULL;
+    }
+    a->lfd = lfd;
+    a->d = d;
     if (stop_pipe_init() < 0) {
         log_errno(LOG_ERROR, "acceptor: cannot create the stop pipe");
-        return;
+        free(a);
+        return NULL;
     }
-    pth_event_t ev_listen = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
     pth_event_t ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, stop_pipe[0]);
-    /* alone, not in ev_listen's ring: the wait at --max-connections */
-    pth_event_t ev_client = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
-    if (ev_listen == NULL || ev_stop == NULL || ev_client == NULL) {
+    a->ev_listen = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
+    a->ev_client = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
+    if (ev_stop == NULL || a->ev_listen == NULL || a->ev_client == NULL) {
         log_errno(LOG_ERROR, "acceptor: cannot create wait events");
-        return;
+        if (ev_stop != NULL)
+            pth_event_free(ev_stop, PTH_FREE_THIS);
+        if (a->ev_listen != NULL)
+            pth_event_free(a->ev_listen, PTH_FREE_THIS);
+        if (a->ev_client != NULL)
+            pth_event_free(a->ev_client, PTH_FREE_THIS);
+        free(a);
+        return NULL;
     }
-    pth_event_concat(ev_listen, ev_stop, NULL);
+    pth_event_concat(a->ev_listen, ev_stop, NULL);
     reserve_open();
+    return a;
+}
+
+void acceptor_run(struct acceptor *a)
+{
+    unsigned long emfile_count = 0;
+    int lfd = a->lfd;
+    struct depot *d = a->d;
+    pth_event_t ev_listen = a->ev_listen, ev_client = a->ev_client;
+
     while (!stopping) {
         struct depot_msg *m = depot_msg_take_new(d, lfd, ev_client);  /* waits at --max-connections */
         int fd = -1, woke = 0;
@@ -212,26 +239,16 @@ void acceptor_run(int lfd, struct depot *d)
     pth_event_free(ev_listen, PTH_FREE_ALL);
     pth_event_free(ev_client, PTH_FREE_THIS);
     close(lfd);
+    free(a);
 }
 
 static void *acceptor_main(void *arg)
 {
-    struct acceptor_arg *a = arg;
-    acceptor_run(a->fd, a->d);
-    free(a);
+    acceptor_run(arg);
     return NULL;
 }
 
-int acceptor_spawn(int listen_fd, struct depot *d)
+int acceptor_spawn(struct acceptor *a)
 {
-    struct acceptor_arg *a = malloc(sizeof *a);
-    if (a == NULL)
-        return -1;
-    a->fd = listen_fd;
-    a->d = d;
-    if (spawn_detached("acceptor", 0, acceptor_main, a) == NULL) {
-        free(a);
-        return -1;
-    }
-    return 0;
+    return spawn_detached("acceptor", 0, acceptor_main, a) == NULL ? -1 : 0;
 }

@@ -3,12 +3,19 @@
 #define COWD_ACCEPTOR_H
 
 struct depot;
+struct acceptor;
 
-/* Runs the accept loop on listen_fd in the calling thread until
- * acceptor_stop(); then closes listen_fd and returns. */
-void acceptor_run(int listen_fd, struct depot *d);
-/* Runs it in a new Pth thread (for additional listen sockets). */
-int acceptor_spawn(int listen_fd, struct depot *d);
+/* Prepares the accept loop of listen_fd: everything it needs is made here,
+ * at start-up, so that a worker that cannot accept on one of its sockets
+ * fails to start instead of serving on without it.  NULL (logged) if that
+ * fails; needs Pth initialised. */
+struct acceptor *acceptor_new(int listen_fd, struct depot *d);
+/* Runs the accept loop in the calling thread until acceptor_stop(); then
+ * closes listen_fd, frees a and returns. */
+void acceptor_run(struct acceptor *a);
+/* Runs it in a new Pth thread (for additional listen sockets); -1 if the
+ * thread cannot be made (a is then still the caller's). */
+int acceptor_spawn(struct acceptor *a);
 /* Graceful stop: every accept loop closes its socket and ends.  Safe to call
  * from any Pth thread; 0, or -1 with errno. */
 int acceptor_stop(void);

@@ -31,6 +31,16 @@ static void raise_fd_limit(void)
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
             log_errno(LOG_WARN, "raising the descriptor limit to %llu", (unsigned long long)rl.rlim_max);
     }
+    /* Past the limit a client gets 503 (acceptor.c), where past
+     * --max-connections it would wait for a slot or take an idle one's: say
+     * so now rather than when it happens.  64 covers the server's own
+     * descriptors; the file cache gives its back under pressure. */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)cfg.max_connections + 64)
+        log_msg(LOG_WARN, "the descriptor limit of %llu is below --max-connections %u plus the "
+                "server's own descriptors: once they run out, new clients get 503; raise the "
+                "limit (ulimit -n) or lower --max-connections",
+                (unsigned long long)rl.rlim_cur, cfg.max_connections);
 }
 
 /* Paths are reopened later (SIGUSR1, SIGHUP) after --daemon's chdir("/"). */

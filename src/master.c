@@ -222,6 +222,15 @@ static void reap(void)
                 give_up = 1;
                 break;
             }
+            /* Dead before it ever served, at the first start: whatever the
+             * cause (a library that exits on its own when it cannot set up,
+             * a crash), it would happen again on every restart. */
+            if (!sl->ever_ran && !sl->ready) {
+                log_msg(LOG_ERROR, "worker %ld (slot %u) %s before it was serving; giving up",
+                        (long)pid, s, how);
+                give_up = 1;
+                break;
+            }
             if (lived >= QUICK_DEATH)
                 sl->backoff = 0;
             else

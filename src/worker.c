@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -214,6 +215,33 @@ static void fail(void)
     exit(WORKER_EXIT_CONFIG);
 }
 
+/* Fewest descriptors a worker must have free for clients once its own are
+ * open; with none it could answer nobody, not even with a 503. */
+#define MIN_SPARE_FDS 8
+
+/* 1 if MIN_SPARE_FDS more descriptors can be opened (tried with dup). */
+static int spare_descriptors(int any_fd)
+{
+    int fds[MIN_SPARE_FDS], n = 0;
+    while (n < MIN_SPARE_FDS && (fds[n] = fcntl(any_fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+        n++;
+    int saved = errno;
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    if (n < MIN_SPARE_FDS) {
+        errno = saved;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            log_msg(LOG_ERROR, "worker: the descriptor limit of %llu leaves %d for clients once "
+                      "the server's own are open, fewer than %d; raise it (ulimit -n)",
+                      (unsigned long long)rl.rlim_cur, n, MIN_SPARE_FDS);
+        else
+            log_errno(LOG_ERROR, "worker: cannot open %d descriptors for clients", MIN_SPARE_FDS);
+        return 0;
+    }
+    return 1;
+}
+
 void worker_main(const struct worker_setup *ws)
 {
     sigset_t unblock;
@@ -276,11 +304,22 @@ void worker_main(const struct worker_setup *ws)
         log_errno(LOG_ERROR, "worker: cannot start the cache sweep thread");
         fail();
     }
-    for (unsigned i = 1; i < ws->n_lfds; i++)
-        if (acceptor_spawn(ws->lfds[i], depot) < 0) {
+    struct acceptor *first = NULL;
+    for (unsigned i = 0; i < ws->n_lfds; i++) {
+        struct acceptor *a = acceptor_new(ws->lfds[i], depot);
+        if (a == NULL) {
+            log_msg(LOG_ERROR, "worker: cannot accept connections on %s (see above)", cfg.listen[i]);
+            fail();
+        }
+        if (i == 0)
+            first = a;
+        else if (acceptor_spawn(a) < 0) {
             log_errno(LOG_ERROR, "worker: cannot start the accept thread for %s", cfg.listen[i]);
             fail();
         }
+    }
+    if (!spare_descriptors(ws->lfds[0]))
+        fail();
     log_msg(LOG_DEBUG, "worker ready: %u handler threads", cfg.threads);
     /* on SIGHUP the old worker of this slot stops only now, and --daemon
      * reports success only now (a write below PIPE_BUF is atomic) */
@@ -288,7 +327,7 @@ void worker_main(const struct worker_setup *ws)
     if (write(ws->ready_fd, &self, sizeof self) != (ssize_t)sizeof self)
         log_errno(LOG_WARN, "worker: cannot tell the master it is ready");
     close(ws->ready_fd);
-    acceptor_run(ws->lfds[0], depot);
+    acceptor_run(first);
     /* stopped: the drain thread ends the process */
     if (!stop_started)
         stop("the accept loop ended");

@@ -3,9 +3,12 @@ get a clear 503 (the reserve descriptor), the accept thread does not spin,
 and the server recovers as soon as descriptors are free again."""
 import resource
 import socket
+import subprocess
+import tempfile
 import time
 
-from cowdtest import WRAPPER, TestFailure, TestSkip, check, eq, request, test
+from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WRAPPER, TestFailure, TestSkip, check, eq,
+                      free_port, request, test)
 
 LIMIT = 64
 
@@ -117,3 +120,108 @@ def _(srv):
         return
     n = len(os.listdir("/proc/%d/fd" % workers[0]))
     check(n <= 128 // 4 + 24, "worker holds %d descriptors under a limit of 128" % n)
+
+
+def status_on(port, timeout):
+    """The status code of GET /hello.txt on port, or None if no answer came
+    within timeout seconds (not listening, or listening but not accepting)."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    except OSError:
+        return None
+    try:
+        s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        data = b""
+        while b"\r\n" not in data:
+            d = s.recv(4096)
+            if not d:
+                break
+            data += d
+    except OSError:
+        return None
+    finally:
+        s.close()
+    parts = data.split(b" ", 2)
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+
+def start_with_nofile(limit, ports, root, extra=()):
+    """cowd on ports (one --listen each) under a descriptor limit, soft and
+    hard; its standard error goes to a temporary file, returned too."""
+    def preexec():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    err = tempfile.TemporaryFile()
+    cmd = [COWD]
+    for port in ports:
+        cmd += ["--listen", "127.0.0.1:%d" % port]
+    cmd += ["--root", root, "--user", "root", "--shutdown-timeout", "1"] + list(extra)
+    return subprocess.Popen(cmd, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=err), err
+
+
+def stop_and_read(proc, err):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10 * SLOW)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    err.seek(0)
+    text = err.read().decode("utf-8", "replace")
+    err.close()
+    return text
+
+
+@test("exhaustion: under any descriptor limit cowd either stops at start with an error or "
+      "answers on every listener")
+def _(srv):
+    # Before: with the limit a few descriptors short, the worker reported
+    # itself ready, then found it could not make its accept loop (or had no
+    # descriptor left for a client): it exited 0 and was restarted over and
+    # over, or served on with clients left unanswered in the listen queue.
+    for limit in range(8, 41):
+        ports = (free_port(), free_port())
+        proc, err = start_with_nofile(limit, ports, srv.root_dir)
+        outcome = None
+        try:
+            deadline = time.time() + 10 * SLOW
+            while outcome is None and time.time() < deadline:
+                if proc.poll() is not None:
+                    outcome = "stopped"
+                    break
+                statuses = [status_on(p, 1.0 * SLOW) for p in ports]
+                if all(st in (200, 503) for st in statuses):
+                    outcome = "serving"
+                    break
+                time.sleep(0.05)
+        finally:
+            log = stop_and_read(proc, err)
+        for mark in SANITIZER_MARKS:
+            check(mark not in log, "sanitizer report at limit %d: %s" % (limit, log[-1500:]))
+        check(outcome is not None,
+              "limit %d: neither stopped nor answered on both listeners within %d s; log: %s"
+              % (limit, 10 * SLOW, log[-1500:]))
+        if outcome == "stopped":
+            check(proc.returncode != 0, "limit %d: stopped with status 0; log: %s" % (limit, log[-800:]))
+            check(" error: " in log, "limit %d: stopped without an error line: %s" % (limit, log[-800:]))
+        else:
+            check("warn: the descriptor limit of %d is below --max-connections 16384" % limit in log,
+                  "limit %d: no warning that --max-connections exceeds it: %s" % (limit, log[-800:]))
+
+
+@test("exhaustion: the start-up warning about the descriptor limit names the real shortfall only")
+def _(srv):
+    for max_conns, warned in ((936, False), (937, True)):
+        port = free_port()
+        proc, err = start_with_nofile(1000, (port,), srv.root_dir, ["--max-connections", str(max_conns)])
+        try:
+            deadline = time.time() + 10 * SLOW
+            st = None
+            while st is None and proc.poll() is None and time.time() < deadline:
+                st = status_on(port, 1.0 * SLOW)
+        finally:
+            log = stop_and_read(proc, err)
+        eq(st, 200, "GET with --max-connections %d under a limit of 1000 (log: %s)" % (max_conns, log[-800:]))
+        eq("descriptor limit of 1000 is below" in log, warned,
+           "warning with --max-connections %d under a limit of 1000" % max_conns)
