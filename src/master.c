@@ -222,10 +222,12 @@ static void reap(void)
                 give_up = 1;
                 break;
             }
-            /* Dead before it ever served, at the first start: whatever the
-             * cause (a library that exits on its own when it cannot set up,
-             * a crash), it would happen again on every restart. */
-            if (!sl->ever_ran && !sl->ready) {
+            /* Exited by itself before it ever served, at the first start:
+             * a library that cannot set up may exit on its own (libevent
+             * does, out of descriptors), and would again on every restart.
+             * One killed by a signal (the OOM killer, an operator) is
+             * restarted as usual. */
+            if (!sl->ever_ran && !sl->ready && WIFEXITED(status)) {
                 log_msg(LOG_ERROR, "worker %ld (slot %u) %s before it was serving; giving up",
                         (long)pid, s, how);
                 give_up = 1;

@@ -908,50 +908,6 @@ def _(shared):
         check(b"giving up" in err, "message: %r" % err[-300:])
 
 
-@test("workers: a worker that dies before it serves, at the first start, stops the start")
-def _(shared):
-    # Before: only a worker that exited with the "cannot start" status
-    # stopped the start; one that died otherwise before serving (libevent
-    # exits by itself when it cannot set up, a crash) was restarted for ever
-    # while the master ran on, serving nothing.  Here the worker is stopped
-    # as soon as it is forked, and killed if it had not yet said it was ready.
-    for attempt in range(10):
-        log = tempfile.mktemp(prefix="cowd-err-", dir=shared.root.tmp)
-        p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
-                              "--root", shared.root.path, "--user", "root", "--log-level", "debug",
-                              "--error-log", log, "--shutdown-timeout", "1"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            w = wait_for(lambda: children(p.pid), 10 * cowdtest.SLOW, "the worker to be forked", step=0)
-            os.kill(w[0], signal.SIGSTOP)
-            with open(log) as f:
-                early = "worker ready" not in f.read()   # logged just before it tells the master
-            os.kill(w[0], signal.SIGKILL)
-            if not early:
-                p.terminate()
-                p.wait(10 * cowdtest.SLOW)
-                continue                # it got there first: try again
-            try:
-                rc = p.wait(10 * cowdtest.SLOW)
-            except subprocess.TimeoutExpired:
-                raise TestFailure("master still running 10 s after its only worker died before "
-                                  "serving: %s" % open(log).read()[-800:])
-            eq(rc, 1, "exit status")
-            text = open(log).read()
-            check(re.search(r"worker %d \(slot 0\) killed by signal 9 \([^)]*\) before it was serving; giving up"
-                            % w[0], text) is not None, "message: %s" % text[-600:])
-            return
-        finally:
-            if p.poll() is None:
-                for pid in children(p.pid) + [p.pid]:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                p.wait()
-    raise TestSkip("the worker was ready before it could be stopped in 10 attempts")
-
-
 @test("workers: --daemon reports success only once the workers serve")
 def _(shared):
     if os.geteuid() != 0:
