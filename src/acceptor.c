@@ -167,12 +167,9 @@ struct acceptor *acceptor_new(int lfd, struct depot *d)
     a->ev_client = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
     if (ev_stop == NULL || a->ev_listen == NULL || a->ev_client == NULL) {
         log_errno(LOG_ERROR, "acceptor: cannot create wait events");
-        if (ev_stop != NULL)
-            pth_event_free(ev_stop, PTH_FREE_THIS);
-        if (a->ev_listen != NULL)
-            pth_event_free(a->ev_listen, PTH_FREE_THIS);
-        if (a->ev_client != NULL)
-            pth_event_free(a->ev_client, PTH_FREE_THIS);
+        pth_event_free(ev_stop, PTH_FREE_THIS);         /* each a no-op if NULL */
+        pth_event_free(a->ev_listen, PTH_FREE_THIS);
+        pth_event_free(a->ev_client, PTH_FREE_THIS);
         free(a);
         return NULL;
     }
