@@ -165,12 +165,13 @@ static void mark_ready(unsigned s)
 /* The new worker of slot s cannot start after a SIGHUP: if the worker it was
  * to replace is still serving, that one takes the slot back.  A reload with a
  * broken configuration (say, the root gone) then changes nothing. */
-static int restore_old(unsigned s, pid_t failed)
+static int restore_old(unsigned s, pid_t failed, const char *how)
 {
     for (unsigned i = 0; i < n_old; i++)
         if (old[i].slot == s && !old[i].stopped) {
-            log_msg(LOG_ERROR, "SIGHUP: the new worker %ld (slot %u) cannot start (see above); "
-                    "old worker %ld keeps serving", (long)failed, s, (long)old[i].pid);
+            log_msg(LOG_ERROR, "SIGHUP: the new worker %ld (slot %u) %s before it was serving "
+                    "(see above); old worker %ld keeps serving", (long)failed, s, how,
+                    (long)old[i].pid);
             slots[s].pid = old[i].pid;
             slots[s].started = old[i].started;
             slots[s].restart_at = 0;
@@ -214,7 +215,10 @@ static void reap(void)
             if (lived >= QUICK_DEATH)
                 sl->ever_ran = 1;
             int cannot_start = WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CONFIG;
-            if (cannot_start && !sl->ready && restore_old(s, pid))
+            /* After a SIGHUP, a new worker that exits by itself before it
+             * serves (78, or a library's own exit: see below) hands the
+             * slot back to the old one, which still serves. */
+            if (WIFEXITED(status) && !sl->ready && restore_old(s, pid, how))
                 break;
             if (cannot_start && !sl->ever_ran) {
                 log_msg(LOG_ERROR, "worker %ld (slot %u) cannot start (see above); giving up",

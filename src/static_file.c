@@ -119,6 +119,18 @@ static int open_beneath_once(const char *rel, int flags)
     return fd;
 }
 
+/* Is rel (beneath the root) a device, FIFO or socket?  Opening one can do
+ * something by itself (a watchdog starts, a tape rewinds, a FIFO's blocked
+ * writer is let go), so its type is looked at before any open.  The fstat
+ * after the open still decides what is served: a file swapped for another
+ * between the two calls is refused then.  A path that cannot be looked at
+ * here is left to the open, which answers for it as before. */
+static int is_special_file(const char *rel)
+{
+    struct stat st;
+    return fstatat(root_fd, rel, &st, 0) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 /* Out of descriptors, the file cache gives back some of those it holds
  * (least recently used first) and the open is tried again. */
 static int open_beneath(const char *rel, int flags)
@@ -413,6 +425,10 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
         c->path[--plen] = '\0';
     const char *rel = plen > 1 ? c->path + 1 : ".";
 
+    if (is_special_file(rel)) {
+        response_error(c, req, trailing_slash ? 404 : 403, NULL, NULL);
+        return;
+    }
     int fd = open_beneath(rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
         response_error(c, req, errno_to_status(errno), NULL, NULL);
@@ -447,6 +463,11 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
             p[plen] = '/';
             memcpy(p + plen + 1, cfg.index_name, ilen + 1);
             plen += 1 + ilen;
+        }
+        if (is_special_file(p + 1)) {
+            close(fd);
+            response_error(c, req, 403, NULL, NULL);
+            return;
         }
         int ifd = open_beneath(p + 1, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (ifd < 0) {

@@ -1,11 +1,13 @@
 """Request paths: traversal, decoding, symlinks, special files."""
 
+import ctypes
 import os
 import time
 
 from cowdtest import DIGITS, HELLO, INDEX, SECRET, TestSkip, check, eq, request, test
 
 BAD = "HTTP/1.1 400 Bad Request"
+IN_OPEN = 0x20
 
 
 def no_secret(r):
@@ -130,6 +132,44 @@ def _(srv):
         r = c.response()
     eq(r.status_line, "HTTP/1.1 403 Forbidden", "status")
     check(time.time() - t0 < 2, "FIFO took %.1fs" % (time.time() - t0))
+    srv.assert_alive()
+
+
+def open_watch(path):
+    """An inotify descriptor (non-blocking) that reports every open of path."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    ifd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    if ifd < 0:
+        raise TestSkip("no inotify here")
+    if libc.inotify_add_watch(ifd, os.fsencode(path), IN_OPEN) < 0:
+        os.close(ifd)
+        raise TestSkip("cannot watch %s: errno %d" % (path, ctypes.get_errno()))
+    return ifd
+
+
+def opens_seen(ifd):
+    try:
+        return len(os.read(ifd, 65536))
+    except BlockingIOError:
+        return 0
+
+
+@test("path: a FIFO is refused without being opened (a blocked writer is not let go)")
+def _(srv):
+    srv.root.write("fifo-index/keep.txt", b"keep\n")
+    os.mkfifo(os.path.join(srv.root.path, "fifo-index", "index.html"))
+    for target, name, want in (("/fifo", "fifo", "403 Forbidden"),
+                               ("/fifo/", "fifo", "404 Not Found"),
+                               ("/fifo-index/", "fifo-index/index.html", "403 Forbidden")):
+        ifd = open_watch(os.path.join(srv.root.path, name))
+        try:
+            r = srv.get(target)
+            eq(r.status_line, "HTTP/1.1 " + want, target)
+            # any open of the file came before the response and its event
+            # is queued by now: nothing to wait for
+            eq(opens_seen(ifd), 0, "bytes of inotify events for opens of %s" % name)
+        finally:
+            os.close(ifd)
     srv.assert_alive()
 
 
