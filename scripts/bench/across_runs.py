@@ -29,6 +29,11 @@ A third table gives, for workload (a), the CoW paper's own measure: the
 highest offered rate each server served without errors with every lower
 step clean too (from sweep.csv's step medians; a clean step after the
 first errors is luck, not capacity), and whether cowd's was the highest.
+Under it, from sweep-runs.csv, each server's replies per CPU-second over
+its sweep runs without errors and over those with errors: (a)'s peak is a
+step median past saturation, so what a reply costs there decides it, and
+the sweep shows whether a server's cost per reply rises or falls as it is
+overloaded.
 
 A last table, for runs that recorded it (from run 40 on), gives the steal
 time on the server's and the client's CPU over each run's measured runs:
@@ -98,6 +103,26 @@ def measured_runs(run_dir):
             with open(path, newline="") as f:
                 rows += list(csv.DictReader(f))
     return rows
+
+
+def sweep_cost(run_dir):
+    """-> dict server -> (replies per CPU-second over its sweep runs
+    without errors, over those with errors), each None without such runs
+    (or without their CPU time); {} without sweep-runs.csv."""
+    path = os.path.join(run_dir, "sweep-runs.csv")
+    if not os.path.exists(path):
+        return {}
+    sums = defaultdict(lambda: [[0, 0.0], [0, 0.0]])    # server -> [clean, errors]
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            cpu, replies, errors = fnum(r["cpu_s"]), fnum(r["replies"]), fnum(r["errors"])
+            if cpu is None or cpu <= 0 or replies is None or errors is None:
+                continue
+            acc = sums[r["server"]][1 if errors > 0 else 0]
+            acc[0] += replies
+            acc[1] += cpu
+    return {server: tuple(n / cpu if cpu > 0 else None for n, cpu in pair)
+            for server, pair in sums.items()}
 
 
 TARGET_KINDS = ("efficiency", "throughput", "p99")
@@ -225,6 +250,33 @@ def main(run_dirs):
         print("")
         print(f"cowd highest in {verdicts['highest']} of {len(lines)} runs, tied in "
               f"{verdicts['tied']}, behind in {verdicts['behind']}.")
+
+    costs = [(d, sweep_cost(d)) for d, _ in runs]
+    costs = [(d, c) for d, c in costs if "cowd" in c]
+    if costs:
+        servers = ["cowd"] + sorted({s for _, c in costs for s in c
+                                     if s != "cowd" and s not in PEER_EXCLUDE})
+        dearer = Counter()      # server -> runs in which its overloaded replies cost more
+        both = Counter()        # server -> runs with both figures
+        print("")
+        print("## (a): replies per CPU-second, sweep runs without errors / with errors\n")
+        print("Thousands of replies per server-CPU-second over each server's sweep runs "
+              "that had no errors and over those that had some (overload).\n")
+        print("| run | " + " | ".join(servers) + " |")
+        print("|---|" + "---:|" * len(servers))
+        fmt = lambda v: "–" if v is None else f"{v / 1000:.1f}"
+        for d, c in costs:
+            cells = []
+            for s in servers:
+                clean, over = c.get(s, (None, None))
+                cells.append(f"{fmt(clean)} / {fmt(over)}")
+                if clean is not None and over is not None:
+                    both[s] += 1
+                    dearer[s] += over < clean
+            print(f"| {d.rstrip('/')} | " + " | ".join(cells) + " |")
+        print("")
+        print("Runs in which a reply cost more with errors than without: " +
+              ", ".join(f"{s} {dearer[s]} of {both[s]}" for s in servers) + ".")
 
     lines = []
     for d, _ in runs:

@@ -364,6 +364,48 @@ def _(srv):
     check("cowd highest in 1 of 3 runs, tied in 1, behind in 1." in out, "count in %r" % out)
 
 
+@test("bench across runs: (a)'s replies per CPU-second with and without errors, per server")
+def _(srv):
+    import tempfile
+    with tempfile.TemporaryDirectory() as top:
+        dirs = []
+        # per run: (server, replies, cpu_s, errors) per sweep run; run1 has no sweep
+        for i, sweep in enumerate([
+                [("cowd", 30000, 1.0, 0), ("cowd", 30000, 0.5, 0), ("cowd", 40000, 2.0, 9),
+                 ("h2o", 20000, 1.0, 0), ("h2o", 50000, 2.0, 4), ("cowd+log", 1, 1.0, 0),
+                 ("nginx", 20000, 1.0, 0), ("nginx", 9, "", 3)],
+                None]):
+            d = os.path.join(top, "run%d" % i)
+            os.mkdir(d)
+            dirs.append(d)
+            with open(os.path.join(d, "summary.csv"), "w") as f:
+                f.write("workload,label,server,rps,errors,lat_avg_ms,lat_p99_ms,"
+                        "cpu_s_per_1k,replies_per_cpu_s,note\n"
+                        "b,f2k,cowd,100,0,1.0,1.0,,100,\nb,f2k,nginx,100,0,1.0,1.0,,100,\n")
+            if sweep is None:
+                continue
+            with open(os.path.join(d, "sweep-runs.csv"), "w") as f:
+                f.write("server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,"
+                        "client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s,rep,"
+                        "steal_server_pct,steal_client_pct\n")
+                for server, replies, cpu, errors in sweep:
+                    f.write("%s,1000,0,%d,5,0,0,0.1,%d,0,0,0,%d,0,%s,1,0.0,0.0\n"
+                            % (server, replies, errors, errors, cpu))
+        p = subprocess.run(["python3", os.path.join(SRCDIR, "scripts", "bench", "across_runs.py")]
+                           + dirs, capture_output=True, timeout=30)
+        out = p.stdout.decode()
+        eq(p.returncode, 0, "exit status: %s" % p.stderr.decode(errors="replace"))
+        check("## (a): replies per CPU-second, sweep runs without errors / with errors" in out,
+              "heading in %r" % out)
+        # cowd 60k/1.5 s clean, 40k/2 s with errors; h2o 20k and 25k; nginx's
+        # run with errors has no CPU time; cowd+log is not a peer; run1 has no sweep
+        check("| cowd | h2o | nginx |" in out, "columns in %r" % out)
+        check("/run0 | 40.0 / 20.0 | 20.0 / 25.0 | 20.0 / – |" in out, "run0 row in %r" % out)
+        check("/run1 |" not in out.split("replies per CPU-second, sweep")[1], "run1 listed: %r" % out)
+        check("Runs in which a reply cost more with errors than without: "
+              "cowd 1 of 1, h2o 0 of 1, nginx 0 of 0." in out, "count in %r" % out)
+
+
 def readme_across_runs_table():
     """The README's "last ten full runs" command and the table under it:
     (argv with its globs expanded as a shell would, [(runs met, median,
