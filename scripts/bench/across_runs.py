@@ -94,34 +94,33 @@ def first_clean_rate(run_dir):
     return out
 
 
+def read_rows(run_dir, name):
+    """Every row of the run's CSV file name, [] if it has none."""
+    path = os.path.join(run_dir, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def measured_runs(run_dir):
     """Every row of the run's runs.csv and sweep-runs.csv (those present)."""
-    rows = []
-    for name in ("runs.csv", "sweep-runs.csv"):
-        path = os.path.join(run_dir, name)
-        if os.path.exists(path):
-            with open(path, newline="") as f:
-                rows += list(csv.DictReader(f))
-    return rows
+    return read_rows(run_dir, "runs.csv") + read_rows(run_dir, "sweep-runs.csv")
 
 
 def sweep_cost(run_dir):
     """-> dict server -> (replies per CPU-second over its sweep runs
     without errors, over those with errors), each None without such runs
     (or without their CPU time); {} without sweep-runs.csv."""
-    path = os.path.join(run_dir, "sweep-runs.csv")
-    if not os.path.exists(path):
-        return {}
     sums = defaultdict(lambda: [[0, 0.0], [0, 0.0]])    # server -> [clean, errors]
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            cpu, replies, errors = fnum(r["cpu_s"]), fnum(r["replies"]), fnum(r["errors"])
-            if cpu is None or cpu <= 0 or replies is None or errors is None:
-                continue
-            acc = sums[r["server"]][1 if errors > 0 else 0]
-            acc[0] += replies
-            acc[1] += cpu
-    return {server: tuple(n / cpu if cpu > 0 else None for n, cpu in pair)
+    for r in read_rows(run_dir, "sweep-runs.csv"):
+        cpu, replies, errors = fnum(r["cpu_s"]), fnum(r["replies"]), fnum(r["errors"])
+        if cpu is None or cpu <= 0 or replies is None or errors is None:
+            continue
+        acc = sums[r["server"]][1 if errors > 0 else 0]
+        acc[0] += replies
+        acc[1] += cpu
+    return {server: tuple(replies / cpu_s if cpu_s > 0 else None for replies, cpu_s in pair)
             for server, pair in sums.items()}
 
 

@@ -155,6 +155,12 @@ def _(srv):
     check(md.index("## Targets") < tbl, "round table after the targets table: %r" % md)
 
 
+# sweep-runs.csv's columns, as scripts/bench/workloads.sh writes them
+SWEEP_RUNS_HEADER = ("server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,"
+                     "client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s,rep,"
+                     "steal_server_pct,steal_client_pct\n")
+
+
 def across_runs(runs, sweeps=None):
     """Runs scripts/bench/across_runs.py on run directories made from runs,
     a list of summary rows (server, label, replies/s, replies per CPU-s,
@@ -201,9 +207,7 @@ def _(srv):
                 f.write("%s,b,f2k,%d,1000000,10,100000,0,,0.5,1.0,9,1000,,9,%s,%s\n"
                         % (server, rep, ss, sc))
         with open(os.path.join(out, "sweep-runs.csv"), "w") as f:
-            f.write("server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,"
-                    "client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s,rep,"
-                    "steal_server_pct,steal_client_pct\n")
+            f.write(SWEEP_RUNS_HEADER)
             f.write("cowd,1000,5000,25000,5,5000,1000,0.1,0,0,0,0,0,0,0.5,1,9.0,5.0\n")
             f.write("cowd,2000,10000,50000,5,10000,2000,0.1,0,0,0,0,0,0,0.9,1,2.0,0.1\n")
         md = report_in(out)
@@ -385,9 +389,7 @@ def _(srv):
             if sweep is None:
                 continue
             with open(os.path.join(d, "sweep-runs.csv"), "w") as f:
-                f.write("server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,"
-                        "client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s,rep,"
-                        "steal_server_pct,steal_client_pct\n")
+                f.write(SWEEP_RUNS_HEADER)
                 for server, replies, cpu, errors in sweep:
                     f.write("%s,1000,0,%d,5,0,0,0.1,%d,0,0,0,%d,0,%s,1,0.0,0.0\n"
                             % (server, replies, errors, errors, cpu))
