@@ -37,11 +37,28 @@
 #define CACHE_KEY_MAX PATH_MAX
 
 static int root_fd = -1;
+#if defined(O_PATH) && defined(__linux__)
+#define HAVE_REOPEN_BY_FD 1
+/* This process's /proc/self/fd, opened before any chroot, or -1.  Through
+ * it a file opened O_PATH (which does nothing to the file) is opened again
+ * for reading: the same file, whatever its name now points to. */
+static int proc_fd_dir = -1;
+#endif
 static char root_real[PATH_MAX];
 static size_t root_real_len;
 #if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
 static int have_openat2 = 1;
 #endif
+
+void static_file_before_chroot(void)
+{
+#ifdef HAVE_REOPEN_BY_FD
+    proc_fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (proc_fd_dir < 0)
+        log_errno(LOG_WARN, "/proc/self/fd (special files are then checked by name before "
+                            "the open, with a window for a file swapped in between)");
+#endif
+}
 
 int static_file_init(const char *root)
 {
@@ -119,18 +136,6 @@ static int open_beneath_once(const char *rel, int flags)
     return fd;
 }
 
-/* Is rel (beneath the root) a device, FIFO or socket?  Opening one can do
- * something by itself (a watchdog starts, a tape rewinds, a FIFO's blocked
- * writer is let go), so its type is looked at before any open.  The fstat
- * after the open still decides what is served: a file swapped for another
- * between the two calls is refused then.  A path that cannot be looked at
- * here is left to the open, which answers for it as before. */
-static int is_special_file(const char *rel)
-{
-    struct stat st;
-    return fstatat(root_fd, rel, &st, 0) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-}
-
 /* Out of descriptors, the file cache gives back some of those it holds
  * (least recently used first) and the open is tried again. */
 static int open_beneath(const char *rel, int flags)
@@ -141,12 +146,79 @@ static int open_beneath(const char *rel, int flags)
     return fd;
 }
 
+/* What open_served returns for a device, FIFO or socket. */
+#define OPEN_SPECIAL (-2)
+
+static int is_special(const struct stat *st)
+{
+    return !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode);
+}
+
+/* Opens rel beneath the root with flags and fills *st from the descriptor:
+ * the descriptor, OPEN_SPECIAL (closed again) or -1 with errno.  fstat
+ * fails only on a broken file system: logged, and errno EIO (a 500). */
+static int open_and_stat(const char *rel, int flags, struct stat *st)
+{
+    int fd = open_beneath(rel, flags);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) < 0) {
+        log_errno(LOG_WARN, "fstat %s", rel);
+        close(fd);
+        errno = EIO;
+        return -1;
+    }
+    if (is_special(st)) {
+        close(fd);
+        return OPEN_SPECIAL;
+    }
+    return fd;
+}
+
+/* Opens rel (beneath the root) for reading and fills *st, unless it is a
+ * device, FIFO or socket: opening one can do something by itself (a
+ * watchdog starts, a tape rewinds, a FIFO's blocked writer is let go), so
+ * such a file is never opened; that is OPEN_SPECIAL.  Otherwise the
+ * descriptor, or -1 with errno.
+ *
+ * The type is taken from a descriptor opened O_PATH, and the file behind
+ * that descriptor is what gets opened for reading, so a FIFO renamed over
+ * the name in between is not opened either.  Without /proc/self/fd the type
+ * is looked at by name first and fstat after the open decides what is
+ * served; a file swapped in between those two is refused, but opened. */
+static int open_served(const char *rel, struct stat *st)
+{
+    const int read_flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+#ifdef HAVE_REOPEN_BY_FD
+    if (proc_fd_dir >= 0) {
+        int path_fd = open_and_stat(rel, O_PATH | O_CLOEXEC, st);
+        if (path_fd < 0)
+            return path_fd;
+        char name[3 * sizeof(int) + 1];
+        snprintf(name, sizeof name, "%d", path_fd);
+        int fd = openat(proc_fd_dir, name, read_flags);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0)
+            fd = openat(proc_fd_dir, name, read_flags);
+        int e = errno;
+        close(path_fd);
+        errno = e;
+        return fd;
+    }
+#endif
+    /* a path that cannot be looked at here is left to the open, which
+     * answers for it */
+    if (fstatat(root_fd, rel, st, 0) == 0 && is_special(st))
+        return OPEN_SPECIAL;
+    return open_and_stat(rel, read_flags, st);
+}
+
 static int errno_to_status(int e)
 {
     switch (e) {
     case ENOENT: case ENOTDIR: return 404;
     case ENAMETOOLONG: return 404;     /* a name longer than NAME_MAX cannot exist */
     case EMFILE: case ENFILE: case ENOMEM: return 503;
+    case EIO: return 500;
     case EACCES: case EPERM: case EXDEV: case ELOOP: default: return 403;
     }
 }
@@ -425,20 +497,14 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
         c->path[--plen] = '\0';
     const char *rel = plen > 1 ? c->path + 1 : ".";
 
-    if (is_special_file(rel)) {
+    struct stat st;
+    int fd = open_served(rel, &st);
+    if (fd == OPEN_SPECIAL) {
         response_error(c, req, trailing_slash ? 404 : 403, NULL, NULL);
         return;
     }
-    int fd = open_beneath(rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
         response_error(c, req, errno_to_status(errno), NULL, NULL);
-        return;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        log_errno(LOG_WARN, "fstat %s", c->path);
-        close(fd);
-        response_error(c, req, 500, NULL, NULL);
         return;
     }
     const char *name = c->path;
@@ -464,12 +530,12 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
             memcpy(p + plen + 1, cfg.index_name, ilen + 1);
             plen += 1 + ilen;
         }
-        if (is_special_file(p + 1)) {
+        int ifd = open_served(p + 1, &st);
+        if (ifd == OPEN_SPECIAL) {
             close(fd);
             response_error(c, req, 403, NULL, NULL);
             return;
         }
-        int ifd = open_beneath(p + 1, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (ifd < 0) {
             int e = errno;
 #ifdef COWD_LISTING
@@ -487,11 +553,6 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
         }
         close(fd);
         fd = ifd;
-        if (fstat(fd, &st) < 0) {
-            close(fd);
-            response_error(c, req, 500, NULL, NULL);
-            return;
-        }
         name = p;
         name_len = plen;
     } else if (trailing_slash) {

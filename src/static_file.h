@@ -5,6 +5,9 @@
 #include "connection.h"
 #include "http_parse.h"
 
+/* Opens, before any chroot, what reading files needs from outside it
+ * (/proc/self/fd on Linux).  Failing is logged, not fatal. */
+void static_file_before_chroot(void);
 /* Opens the document root once at startup.  0, or -1 (logged). */
 int static_file_init(const char *root);
 void static_file_serve(struct conn *c, const struct http_request *req);

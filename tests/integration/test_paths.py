@@ -175,6 +175,53 @@ def _(srv):
     srv.assert_alive()
 
 
+@test("path: a FIFO renamed over a file while it is being served is never opened",
+      args=["--cache-entries", "0"])
+def _(srv):
+    # A process renames a FIFO and a regular file over one name in turn, as
+    # fast as it can, while the file is requested again and again: the type
+    # looked at must be the type of the file then opened, or the FIFO gets
+    # opened (and a writer blocked on it let go) now and then.
+    d = os.path.join(srv.root.path, "swap")
+    srv.root.write("swap/regular", b"regular\n")
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    os.link(os.path.join(d, "regular"), os.path.join(d, "target"))
+    ifd = open_watch(fifo)
+    seconds, most = 2.0, 4000
+    swapper = os.fork()
+    if swapper == 0:
+        try:
+            end = time.time() + seconds + 1
+            i = 1                   # the target is the regular file now
+            while time.time() < end:
+                os.link(fifo if i & 1 else os.path.join(d, "regular"), os.path.join(d, "next"))
+                os.rename(os.path.join(d, "next"), os.path.join(d, "target"))
+                i += 1
+        finally:
+            os._exit(0)
+    statuses = {}
+    opened = 0
+    try:
+        end = time.time() + seconds
+        n = 0
+        while time.time() < end and n < most and opened == 0:
+            r = srv.get("/swap/target")
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+            n += 1
+            opened += opens_seen(ifd)
+        opened += opens_seen(ifd)
+    finally:
+        os.kill(swapper, 9)
+        os.waitpid(swapper, 0)
+        os.close(ifd)
+    eq(opened, 0, "bytes of inotify events for opens of the FIFO (statuses %r)" % statuses)
+    check(statuses.get(200, 0) > 0 and statuses.get(403, 0) > 0,
+          "both the file and the FIFO must have been met to test anything: %r" % statuses)
+    eq(sorted(statuses), [200, 403], "statuses")
+    srv.assert_alive()
+
+
 @test("path: unreadable file is 403")
 def _(srv):
     if os.geteuid() == 0 and all(u == 0 for u in srv.serving_uids()):
