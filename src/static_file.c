@@ -136,12 +136,18 @@ static int open_beneath_once(const char *rel, int flags)
     return fd;
 }
 
-/* Out of descriptors, the file cache gives back some of those it holds
- * (least recently used first) and the open is tried again. */
+/* Did an open fail for want of descriptors, and has the file cache now
+ * given back some of those it holds (least recently used first), so that
+ * the open is worth trying again? */
+static int shed_after_emfile(int fd)
+{
+    return fd < 0 && (errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0;
+}
+
 static int open_beneath(const char *rel, int flags)
 {
     int fd = open_beneath_once(rel, flags);
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0)
+    if (shed_after_emfile(fd))
         fd = open_beneath_once(rel, flags);
     return fd;
 }
@@ -197,7 +203,7 @@ static int open_served(const char *rel, struct stat *st)
         char name[3 * sizeof(int) + 1];
         snprintf(name, sizeof name, "%d", path_fd);
         int fd = openat(proc_fd_dir, name, read_flags);
-        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0)
+        if (shed_after_emfile(fd))
             fd = openat(proc_fd_dir, name, read_flags);
         int e = errno;
         close(path_fd);
