@@ -126,7 +126,7 @@ int cond_evaluate(const struct http_request *req, const struct cond_resource *re
                                 res, 0))
             return 412;
     } else if (req->if_unmodified_since.p != NULL &&
-               http_date_parse(req->if_unmodified_since.p, req->if_unmodified_since.len, &since) == 0 &&
+               http_date_parse_at(req->if_unmodified_since.p, req->if_unmodified_since.len, res->now, &since) == 0 &&
                res->mtime > since) {
         return 412;
     }
@@ -136,7 +136,7 @@ int cond_evaluate(const struct http_request *req, const struct cond_resource *re
                                req->repeated & HTTP_REPEATED_IF_NONE_MATCH, res, 1))
             return get_or_head ? 304 : 412;
     } else if (get_or_head && req->if_modified_since.p != NULL &&
-               http_date_parse(req->if_modified_since.p, req->if_modified_since.len, &since) == 0 &&
+               http_date_parse_at(req->if_modified_since.p, req->if_modified_since.len, res->now, &since) == 0 &&
                res->mtime <= since && since <= res->now) {
         /* RFC semantics (not modified since = mtime <= date), as Apache and lighttpd do; nginx's
          * default "if_modified_since exact" would demand equality.  A date in the future was
@@ -169,5 +169,5 @@ int cond_if_range_ok(const struct http_request *req, const struct cond_resource 
     /* A date matches only if exactly equal to Last-Modified (RFC 9110 §13.1.5); like nginx we do
      * not additionally require the date to be "strong" (mtime at least 1 s before Date). */
     time_t t;
-    return http_date_parse(s, n, &t) == 0 && t == res->mtime;
+    return http_date_parse_at(s, n, res->now, &t) == 0 && t == res->mtime;
 }

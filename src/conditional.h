@@ -11,7 +11,8 @@
 struct cond_resource {
     const char *etag; size_t etag_len; /* the strong ETag incl. quotes, e.g. "\"5f2a-3039\""; NULL if none */
     time_t mtime;                      /* Last-Modified, whole seconds, never after now */
-    time_t now;                        /* the response's Date (read only with If-Modified-Since) */
+    time_t now;                        /* the response's Date: the clock for If-Modified-Since and for
+                                        * an RFC 850 date's two-digit year (RFC 9110 §5.6.7) */
 };
 
 /* Order per RFC 9110 §13.2.2: If-Match (→412 if no strong match; "*" matches), else If-Unmodified-Since

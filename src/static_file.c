@@ -331,9 +331,11 @@ static void send_multipart(struct conn *c, const struct http_request *req,
 
 static void send_file(struct conn *c, const struct http_request *req, const struct file_view *f)
 {
-    /* response_begin reads the clock anyway; only If-Modified-Since needs it first */
-    struct cond_resource res = { f->etag, f->etag_len, f->mtime,
-                                 req->if_modified_since.p != NULL ? date_cache_time() : 0 };
+    /* response_begin reads the clock anyway; only a request with a date to compare needs it
+     * first (If-Modified-Since, and the year of an RFC 850 date in any of the three) */
+    int has_date = req->if_modified_since.p != NULL || req->if_unmodified_since.p != NULL ||
+                   req->if_range.p != NULL;
+    struct cond_resource res = { f->etag, f->etag_len, f->mtime, has_date ? date_cache_time() : 0 };
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);

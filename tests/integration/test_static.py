@@ -134,6 +134,18 @@ def _(srv):
         eq(r.status_line, "HTTP/1.1 304 Not Modified", "IMS %r" % v)
 
 
+@test("cond: an RFC 850 date's two-digit year is read from the clock (RFC 9110 5.6.7)")
+def _(srv):
+    # A two-digit year up to 50 years ahead is in this century; one more than
+    # 50 years ahead is in the last.  A fixed pivot (70-99 -> 19xx) once put
+    # a date 49 years ahead 51 years back and answered 412.
+    year = time.gmtime().tm_year
+    for ahead, want in ((49, OK), (51, "HTTP/1.1 412 Precondition Failed")):
+        v = "Friday, 01-Jan-%02d 00:00:00 GMT" % ((year + ahead) % 100)
+        r = srv.get("/hello.txt", ["If-Unmodified-Since: " + v])
+        eq(r.status_line, want, "If-Unmodified-Since %r" % v)
+
+
 @test("cond: If-Modified-Since ignored on HEAD? no: HEAD is 304 too")
 def _(srv):
     et, lm = validators(srv, "/hello.txt")

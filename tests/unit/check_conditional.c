@@ -225,6 +225,31 @@ START_TEST(if_range)
 }
 END_TEST
 
+/* RFC 9110 §5.6.7: an RFC 850 date's two-digit year is the one in the century that puts it at
+ * most 50 years after now (once a fixed pivot read 70-99 as 19xx whatever the date). */
+START_TEST(rfc850_year_from_the_clock)
+{
+    const time_t now = 1795607080;                 /* Wed, 25 Nov 2026 11:44:40 GMT */
+    const time_t y2070 = 3155760000;               /* Thu, 01 Jan 2070 00:00:00 GMT */
+    struct cond_resource res = { ETAG, sizeof ETAG - 1, now - 60, now };
+    struct http_request r = req_get();
+    r.if_unmodified_since = S("Wednesday, 01-Jan-76 00:00:00 GMT");   /* 2076: 50 years ahead */
+    ck_assert_int_eq(cond_evaluate(&r, &res), 0);
+    r.if_unmodified_since = S("Wednesday, 01-Jan-77 00:00:00 GMT");   /* 2077 is more: 1977 */
+    ck_assert_int_eq(cond_evaluate(&r, &res), 412);
+    r.if_unmodified_since = S("Wednesday, 01-Jan-26 00:00:00 GMT");   /* 2026, before mtime */
+    ck_assert_int_eq(cond_evaluate(&r, &res), 412);
+
+    r = req_get();
+    r.range = S("bytes=0-1");
+    r.if_range = S("Thursday, 01-Jan-70 00:00:00 GMT");               /* 2070, not 1970 */
+    struct cond_resource at_2070 = { ETAG, sizeof ETAG - 1, y2070, now };
+    ck_assert_int_eq(cond_if_range_ok(&r, &at_2070), 1);
+    struct cond_resource at_1970 = { ETAG, sizeof ETAG - 1, 0, now };
+    ck_assert_int_eq(cond_if_range_ok(&r, &at_1970), 0);
+}
+END_TEST
+
 static struct http_request parsed(const char *head)
 {
     static const struct http_limits lim = { 1024, 4096, 32 };
@@ -273,6 +298,7 @@ static Suite *suite(void)
     tcase_add_test(tc, if_modified_since);
     tcase_add_test(tc, precedence);
     tcase_add_test(tc, if_range);
+    tcase_add_test(tc, rfc850_year_from_the_clock);
     tcase_add_test(tc, repeated_lines);
     suite_add_tcase(s, tc);
     return s;
