@@ -162,6 +162,14 @@ static int same_file(const struct fc_entry *e, const struct stat *st)
            e->mode == st->st_mode;
 }
 
+/* Is e due for a stat?  A clock stepped back (NTP, an operator) leaves
+ * e->checked in the future; without the first test no entry would be
+ * checked again until the clock caught up, whatever --cache-validate says. */
+static int revalidation_due(const struct fc_entry *e, time_t now)
+{
+    return now < e->checked || now - e->checked >= (time_t)fc.validate;
+}
+
 struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
 {
     if (fc.max_entries == 0)
@@ -173,7 +181,7 @@ struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
         fc.misses++;
         return NULL;
     }
-    if (now - e->checked >= (time_t)fc.validate) {
+    if (revalidation_due(e, now)) {
         struct stat st;
         /* stat the path, not the descriptor: a file replaced by rename()
          * keeps the old inode alive behind our descriptor */
@@ -197,7 +205,7 @@ void filecache_sweep(time_t now)
 {
     for (struct fc_entry *e = fc.tail, *prev; e != NULL; e = prev) {
         prev = e->prev;
-        if (e->fd < 0 || e->refs != 0 || now - e->checked < (time_t)fc.validate)
+        if (e->fd < 0 || e->refs != 0 || !revalidation_due(e, now))
             continue;
         struct stat st;
         if (fstatat(fc.root_fd, e->rel, &st, 0) < 0 || !same_file(e, &st)) {

@@ -337,6 +337,32 @@ START_TEST(sweep_drops_deleted_files)
 }
 END_TEST
 
+/* A wall clock stepped back once left every entry unchecked until it
+ * caught up: now - checked was negative, never >= the interval. */
+START_TEST(clock_stepped_back_still_revalidates)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 5, 4, 16), 0);  /* both hold a descriptor */
+    write_file("c.txt", "short");
+    write_file("gone", "0123456789");
+    filecache_release(put("c.txt", 1000));
+    filecache_release(put("gone", 1000));
+    write_file("c.txt", "a much longer content");
+    ck_assert_int_eq(unlinkat(root_fd, "gone", 0), 0);
+    int before = open_fds();
+    ck_assert_ptr_null(get("c.txt", 400));         /* ten minutes back: the changed file is not served */
+    ck_assert_int_eq(open_fds(), before - 1);
+    filecache_sweep(400);                          /* and the deleted one's descriptor goes */
+    ck_assert_int_eq(open_fds(), before - 2);
+    struct fc_entry *e = put("c.txt", 400);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->size, 21);
+    filecache_release(e);
+    e = get("c.txt", 402);                         /* and is checked normally from then on */
+    ck_assert_ptr_nonnull(e);
+    filecache_release(e);
+}
+END_TEST
+
 START_TEST(disabled_cache_caches_nothing)
 {
     ck_assert_int_eq(filecache_init(root_fd, 0, 1 << 20, 1, 4096, 16), 0);
@@ -360,6 +386,7 @@ int main(void)
     tcase_add_test(tc, lru_evicts_least_recently_used_entry);
     tcase_add_test(tc, byte_budget_is_respected);
     tcase_add_test(tc, entry_in_use_survives_eviction);
+    tcase_add_test(tc, clock_stepped_back_still_revalidates);
     tcase_add_test(tc, disabled_cache_caches_nothing);
     tcase_add_test(tc, in_memory_entries_hold_no_descriptor);
     tcase_add_test(tc, descriptor_holding_entries_are_capped);
