@@ -124,6 +124,7 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
         if (buff_flush(&c->out) < 0)
             return READ_ERROR;
         if (may_park) {
+            io_send_stall_reset(&c->waiter);    /* every response is out: the client's turn */
             if (conn_depot == NULL || depot_under_pressure(conn_depot))
                 return READ_PARK;
             /* counted from when the wait for this request began (the

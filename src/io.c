@@ -46,6 +46,7 @@ void io_ack_now(int fd)
 int io_waiter_init(struct io_waiter *w)
 {
     timerclear(&w->guard_since);
+    io_send_stall_reset(w);
     /* The fd event needs some valid descriptor at creation; 0 is reset
      * (PTH_MODE_REUSE) before every real wait. */
     w->ev_fd = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, 0);
@@ -97,7 +98,8 @@ void io_deadline(struct timeval *out, unsigned seconds)
     io_deadline_after(out, &now, seconds);
 }
 
-static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);
+static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline,
+                     pth_event_t also);
 
 /* Waits at most a second at a time so that pressure is noticed, and asks
  * give_up before every wait too: a client that trickles a byte at a time
@@ -115,7 +117,7 @@ static int wait_sliced(struct io_waiter *w, int fd, int want_write,
         gettimeofday(&slice, NULL);
         slice.tv_sec += 1;
         int last = deadline != NULL && !timercmp(&slice, deadline, <);
-        if (wait_once(w, fd, want_write, last ? deadline : &slice) == 0)
+        if (wait_once(w, fd, want_write, last ? deadline : &slice, NULL) == 0)
             return 0;
         if (errno != ETIMEDOUT || last)
             return -1;
@@ -140,10 +142,16 @@ int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *d
 {
     if (timerisset(&w->guard_since) && io_under_pressure != NULL)
         return wait_sliced(w, fd, want_write, deadline, guard_expired, NULL);
-    return wait_once(w, fd, want_write, deadline);
+    return wait_once(w, fd, want_write, deadline, NULL);
 }
 
-static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline)
+int io_wait_or(struct io_waiter *w, int fd, const struct timeval *deadline, pth_event_t also)
+{
+    return wait_once(w, fd, 0, deadline, also);
+}
+
+static int wait_once(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline,
+                     pth_event_t also)
 {
     unsigned long goal = want_write ? PTH_UNTIL_FD_WRITEABLE : PTH_UNTIL_FD_READABLE;
 
@@ -156,9 +164,15 @@ static int wait_once(struct io_waiter *w, int fd, int want_write, const struct t
                       pth_time(deadline->tv_sec, deadline->tv_usec)) == NULL)
             return -1;
     }
+    if (also != NULL)
+        pth_event_concat(w->ev_fd, also, NULL);
     pth_wait(w->ev_fd);
+    if (also != NULL)
+        pth_event_isolate(also);    /* the caller's again, out of our ring */
     if (pth_event_status(w->ev_fd) == PTH_STATUS_OCCURRED)
         return 0;
+    if (also != NULL && pth_event_status(also) == PTH_STATUS_OCCURRED)
+        return 1;
     if (pth_event_status(w->ev_fd) == PTH_STATUS_FAILED) {
         errno = EBADF;
         return -1;
@@ -199,32 +213,35 @@ static ssize_t send_iov(int fd, struct iovec *iov, int iovcnt, int more)
 
 /* A send that stalls while handlers are scarce must keep up a minimum
  * average rate, or a slow reader (slowhttptest -X) could pin handlers.  The
- * rate is measured from the first time the socket buffer was full: bytes
- * the kernel merely buffered say nothing about the reader. */
-struct send_progress { struct timeval start; uint64_t sent; };
-
+ * rate is measured from the first time the socket buffer was full (bytes
+ * the kernel merely buffered say nothing about the reader), over every
+ * send since (see struct io_waiter). */
 static int send_too_slow(struct io_waiter *w, void *arg)
 {
-    struct send_progress *sp = arg;
     struct timeval now;
-    (void)w;
-    if (io_under_pressure == NULL || !io_under_pressure() || !timerisset(&sp->start))
+    (void)arg;
+    if (io_under_pressure == NULL || !io_under_pressure() || !timerisset(&w->send_stall_since))
         return 0;
     gettimeofday(&now, NULL);
-    double secs = (double)(now.tv_sec - sp->start.tv_sec) +
-                  (double)(now.tv_usec - sp->start.tv_usec) / 1e6;
-    return secs >= IO_PRESSURE_GRACE && (double)sp->sent < secs * IO_PRESSURE_MIN_RATE;
+    double secs = (double)(now.tv_sec - w->send_stall_since.tv_sec) +
+                  (double)(now.tv_usec - w->send_stall_since.tv_usec) / 1e6;
+    return secs >= IO_PRESSURE_GRACE && (double)w->send_stall_sent < secs * IO_PRESSURE_MIN_RATE;
 }
 
-static int wait_writable(struct io_waiter *w, int fd, const struct timeval *deadline,
-                         struct send_progress *sp)
+static int wait_writable(struct io_waiter *w, int fd, const struct timeval *deadline)
 {
     io_drained(fd, 1);              /* only called after EAGAIN */
-    if (!timerisset(&sp->start))
-        gettimeofday(&sp->start, NULL);
+    if (!timerisset(&w->send_stall_since))
+        gettimeofday(&w->send_stall_since, NULL);
     if (io_under_pressure == NULL)
-        return wait_once(w, fd, 1, deadline);
-    return wait_sliced(w, fd, 1, deadline, send_too_slow, sp);
+        return wait_once(w, fd, 1, deadline, NULL);
+    return wait_sliced(w, fd, 1, deadline, send_too_slow, NULL);
+}
+
+static inline void count_sent(struct io_waiter *w, size_t n)
+{
+    if (timerisset(&w->send_stall_since))
+        w->send_stall_sent += n;
 }
 
 int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
@@ -236,7 +253,6 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
     *written = 0;
     struct timeval deadline;
     int have_deadline = 0;
-    struct send_progress sp = { { 0, 0 }, 0 };
 
     while (iovcnt > 0 && iov->iov_len == 0) {
         iov++;
@@ -259,13 +275,12 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
                 io_deadline(&deadline, timeout);
                 have_deadline = 1;
             }
-            if (wait_writable(w, fd, &deadline, &sp) < 0)
+            if (wait_writable(w, fd, &deadline) < 0)
                 return -1;
             continue;
         }
         have_deadline = 0;   /* progress: the send timeout starts again */
-        if (timerisset(&sp.start))
-            sp.sent += (uint64_t)n;
+        count_sent(w, (size_t)n);
         *written += (size_t)n;
         while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
             n -= (ssize_t)iov->iov_len;
@@ -285,7 +300,6 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
 {
     struct timeval deadline;
     int have_deadline = 0;
-    struct send_progress sp = { { 0, 0 }, 0 };
 
     while (len > 0) {
         ssize_t n;
@@ -324,13 +338,14 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
                 io_deadline(&deadline, timeout);
                 have_deadline = 1;
             }
-            if (wait_writable(w, fd, &deadline, &sp) < 0)
+            if (wait_writable(w, fd, &deadline) < 0)
                 return -1;
             continue;
         }
         have_deadline = 0;
-        if (timerisset(&sp.start))
-            sp.sent += (uint64_t)n;
+#if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
+        count_sent(w, (size_t)n);   /* (without: io_writev_all counted them) */
+#endif
         len -= (size_t)n;
     }
     return 0;

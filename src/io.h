@@ -6,6 +6,7 @@
 
 #include <pth.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -21,6 +22,14 @@ struct io_waiter {
      * has not arrived by then is an attack or hopeless), checked when the
      * wait begins and every second of it. */
     struct timeval guard_since;
+    /* The minimum send rate under pressure (IO_PRESSURE_MIN_RATE) is
+     * measured from the first time the socket buffer was full, across all
+     * the sends until the connection next waits for a new request
+     * (io_send_stall_reset): measured per send, a reader that made room
+     * for each 8 KiB flush within the grace could hold a handler through
+     * a thousand pipelined responses. */
+    struct timeval send_stall_since;
+    uint64_t send_stall_sent;   /* bytes sent since then */
 };
 
 /* Set by the server: non-zero when no handler is idle or connections are
@@ -30,6 +39,14 @@ extern int (*io_under_pressure)(void);
 #define IO_PRESSURE_MIN_RATE 16384  /* bytes/s a stalled send must average */
 
 int  io_waiter_init(struct io_waiter *w);
+
+/* A new connection, or one that waits for the client's next request: its
+ * sends start again with no stall behind them. */
+static inline void io_send_stall_reset(struct io_waiter *w)
+{
+    timerclear(&w->send_stall_since);
+    w->send_stall_sent = 0;
+}
 void io_waiter_free(struct io_waiter *w);
 
 /* The wall-clock time that deadlines start from, at the kernel tick's
@@ -83,6 +100,10 @@ void io_ack_now(int fd);
 /* Park until fd is readable (want_write 0) or writable (1), or until the
  * deadline (NULL: none).  0 when ready, -1 with errno ETIMEDOUT otherwise. */
 int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline);
+
+/* io_wait for readability that also ends when `also` (the caller's own
+ * event, e.g. a message port's) occurs first: then 1. */
+int io_wait_or(struct io_waiter *w, int fd, const struct timeval *deadline, pth_event_t also);
 
 /* read(2) that waits on EAGAIN.  >0 bytes, 0 end of stream, -1 error
  * (errno ETIMEDOUT when the deadline passed). */

@@ -57,10 +57,12 @@ static struct {
     struct slot *free_list;
     struct fifo lists[PARK_LISTS];
     pth_t tid;
-    pth_event_t ev_wake;        /* msgport the park thread waits on when empty */
+    pth_event_t ev_wake;        /* msgport the park thread waits on too */
     pth_msgport_t wake_port;
     pth_message_t wake_msg;
     int wake_pending;
+    time_t sleep_until;         /* while the park thread waits for events: the
+                                 * expiry it will wake for; else 0 */
 #ifdef PARK_EPOLL
     int epfd;
 #else
@@ -137,6 +139,13 @@ static void expire_due(void)
             expire(lot.lists[i].head);
 }
 
+static void take_wakes(void)
+{
+    while (pth_msgport_get(lot.wake_port) != NULL)
+        ;
+    lot.wake_pending = 0;
+}
+
 static void *park_main(void *arg)
 {
     struct io_waiter w;
@@ -149,15 +158,19 @@ static void *park_main(void *arg)
         if (lot.n_parked == 0) {
             /* nothing to watch: sleep until park_connection() wakes us */
             pth_wait(lot.ev_wake);
-            while (pth_msgport_get(lot.wake_port) != NULL)
-                ;
-            lot.wake_pending = 0;
+            take_wakes();
             continue;
         }
         struct timeval deadline = { next_expiry(), 0 };
 #ifdef PARK_EPOLL
         struct epoll_event evs[256];
-        io_wait(&w, lot.epfd, 0, &deadline);
+        /* park_connection() wakes this wait for a connection that expires
+         * sooner (a silent new one's --header-timeout, say, while only
+         * longer keep-alive timeouts were parked) */
+        lot.sleep_until = deadline.tv_sec;
+        (void)io_wait_or(&w, lot.epfd, &deadline, lot.ev_wake);
+        lot.sleep_until = 0;
+        take_wakes();
         int n = epoll_wait(lot.epfd, evs, 256, 0);
         if (n >= 0 && n < 256)
             io_drained(lot.epfd, 0);        /* harvested all: next wait needs no re-arm */
@@ -297,7 +310,7 @@ int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_
     if (after != NULL) after->next = s; else f->head = s;
     lot.n_parked++;
     depot_conn_idle(lot.depot);
-    if (!lot.wake_pending) {
+    if (!lot.wake_pending && (lot.n_parked == 1 || s->expires < lot.sleep_until)) {
         lot.wake_pending = 1;
         pth_msgport_put(lot.wake_port, &lot.wake_msg);
     }

@@ -255,6 +255,32 @@ def _(srv):
     srv.assert_alive()
 
 
+@test("robust: a silent new connection is closed at --header-timeout while only longer keep-alive timeouts are parked",
+      args=["--keepalive-timeout", "12", "--header-timeout", "2", "--defer-accept", "0"])
+def _(srv):
+    # Regression: the park thread slept until the earliest expiry parked when
+    # its wait began, and a connection parked during that wait with an
+    # earlier one (a silent new connection's header timeout, under idle
+    # keep-alive connections' longer one) stayed open until then: ~10 s here.
+    with srv.conn() as idle:
+        idle.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n")
+        eq(idle.response().status, 200, "keep-alive request")
+        time.sleep(1.5)                 # parked now; the park thread sleeps until its expiry
+        with srv.conn() as silent:
+            t0 = time.time()
+            silent.sock.settimeout(20)
+            try:
+                while silent.sock.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+            took = time.time() - t0
+        check(took < 6, "the silent connection was closed after %.1f s (--header-timeout 2)" % took)
+        idle.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n")
+        eq(idle.response().status, 200, "the idle keep-alive connection still served")
+    srv.assert_alive()
+
+
 def normal_client_served(srv, within):
     """A normal client's GET of /hello.txt is answered within `within`
     seconds (times SLOW) while the test's other connections do their worst."""
@@ -344,6 +370,48 @@ def _(srv):
     with srv.conn(timeout=5) as c:
         c.send(request("GET", "/hello.txt"))
         eq(c.response().body, HELLO, "a second client afterwards")
+    srv.assert_alive()
+
+
+# The minimum send rate under pressure was judged per send: a reader that
+# made room for each 8 KiB flush within the 2 s grace held its handler
+# through every pipelined response (here ~2 minutes at 15 KiB/s), and with both
+# handlers held no one else was served.
+@test("robust: under pressure, a reader of pipelined responses slower than 16 KiB/s is cut, though each send is quick",
+      args=["--threads", "2", "--send-timeout", "120"])
+def _(srv):
+    pipelined = request("GET", "/big.bin", ["Range: bytes=0-7999"]) * 200
+    att = []
+    for _ in range(2):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.settimeout(5)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(pipelined)
+        att.append(s)
+    stop = threading.Event()
+
+    # 3.75 KiB every 0.25 s each, at most 15 KiB/s: fast enough that each
+    # wait for room ends within the 2 s grace (at 12-14 KiB/s some did not,
+    # and the old per-send rule cut the reader too), too slow for 16 KiB/s
+    def read_slowly():
+        while not stop.is_set():
+            for s in att:
+                try:
+                    s.recv(3840, socket.MSG_DONTWAIT)
+                except OSError:         # nothing yet, or closed
+                    pass
+            stop.wait(0.25)
+    t = threading.Thread(target=read_slowly, daemon=True)
+    t.start()
+    try:
+        time.sleep(2.5)                 # past the first wait, which the old rule judged
+        normal_client_served(srv, 8)
+    finally:
+        stop.set()
+        t.join()
+        for s in att:
+            s.close()
     srv.assert_alive()
 
 
