@@ -17,7 +17,6 @@ void buff_init(struct buff *b, char *storage, size_t cap, struct io_waiter *w, u
 void buff_attach(struct buff *b, int fd)
 {
     b->fd = fd;
-    io_send_stall_reset(b->waiter);
     b->len = 0;
     b->failed = 0;
     b->file_shrank = 0;

@@ -345,6 +345,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->server_closes = 0;
     c->linger = 0;
     c->handed_over = 1;
+    io_send_stall_reset(&c->waiter);
     buff_attach(&c->out, fd);
 
     for (;;) {

@@ -39,6 +39,7 @@ extern int (*io_under_pressure)(void);
 #define IO_PRESSURE_MIN_RATE 16384  /* bytes/s a stalled send must average */
 
 int  io_waiter_init(struct io_waiter *w);
+void io_waiter_free(struct io_waiter *w);
 
 /* A new connection, or one that waits for the client's next request: its
  * sends start again with no stall behind them. */
@@ -47,7 +48,6 @@ static inline void io_send_stall_reset(struct io_waiter *w)
     timerclear(&w->send_stall_since);
     w->send_stall_sent = 0;
 }
-void io_waiter_free(struct io_waiter *w);
 
 /* The wall-clock time that deadlines start from, at the kernel tick's
  * resolution (a few ms) where the system has a coarse clock: deadlines are
