@@ -27,7 +27,7 @@ static struct {
     unsigned max_entries;
     size_t max_bytes;
     unsigned validate;
-    size_t in_memory_max;
+    size_t memory_below;        /* smaller files are kept in memory: --sendfile-min */
     unsigned max_fds;           /* entries that may hold a descriptor open */
     unsigned fds;
     struct fc_entry **buckets;
@@ -49,7 +49,7 @@ static uint64_t hash_key(const char *s, size_t len)
 }
 
 int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validate,
-                   size_t in_memory_max, unsigned max_fds)
+                   size_t memory_below, unsigned max_fds)
 {
     memset(&fc, 0, sizeof fc);
     fc.root_fd = root_fd;
@@ -57,7 +57,7 @@ int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validat
     fc.max_fds = max_fds;
     fc.max_bytes = bytes;
     fc.validate = validate;
-    fc.in_memory_max = in_memory_max;
+    fc.memory_below = memory_below;
     if (entries == 0)
         return 0;
     fc.n_buckets = 16;
@@ -285,7 +285,7 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     e->name = e->rel;
     e->mem = key_len + strlen(rel) + (size_t)hl + sizeof *e;
 
-    if (e->size <= fc.in_memory_max && e->size + e->mem <= fc.max_bytes) {
+    if (e->size < fc.memory_below && e->size + e->mem <= fc.max_bytes) {
         char *data = read_whole(fd, (size_t)e->size);
         struct stat again;
         /* keep the copy only if the file did not change while we read it */

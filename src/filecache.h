@@ -43,12 +43,12 @@ struct filecache_stats { unsigned entries; size_t bytes; unsigned long hits, mis
 
 /* entries: cap on cached files (0 disables the cache); bytes: cap on the
  * memory for contents and headers; validate: seconds between revalidations
- * of an entry (0: every use); in_memory_max: files up to this size are kept
- * in memory; max_fds: cap on entries that keep a descriptor open (those
- * too large for memory).  root_fd: the document root, for revalidation
- * stat()s. */
+ * of an entry (0: every use); memory_below: files smaller than this are kept
+ * in memory (the others are sent with sendfile: it is --sendfile-min);
+ * max_fds: cap on entries that keep a descriptor open (those too large for
+ * memory).  root_fd: the document root, for revalidation stat()s. */
 int filecache_init(int root_fd, unsigned entries, size_t bytes, unsigned validate,
-                   size_t in_memory_max, unsigned max_fds);
+                   size_t memory_below, unsigned max_fds);
 
 /* A fresh entry for key (a normalized request path), with a reference the
  * caller must give back with filecache_release(); NULL if there is none or

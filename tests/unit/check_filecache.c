@@ -279,6 +279,27 @@ START_TEST(in_memory_entries_hold_no_descriptor)
 }
 END_TEST
 
+/* --sendfile-min is "bodies of at least this size go with sendfile": a file
+ * of exactly that size is not kept in memory (it was, up to 2026-12-02). */
+START_TEST(file_of_exactly_sendfile_min_bytes_is_sent_from_descriptor)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 10, 16), 0);
+    write_file("ten.txt", "0123456789");
+    write_file("nine.txt", "012345678");
+    struct fc_entry *e = put("ten.txt", 100);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->size, 10);
+    ck_assert_ptr_null(e->data);
+    ck_assert_int_ge(e->fd, 0);
+    filecache_release(e);
+    e = put("nine.txt", 100);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(e->data);
+    ck_assert_int_eq(memcmp(e->data, "012345678", 9), 0);
+    filecache_release(e);
+}
+END_TEST
+
 /* Entries sent from a descriptor are capped by max_fds, oldest out first,
  * and filecache_shed_fds gives descriptors back on demand. */
 START_TEST(descriptor_holding_entries_are_capped)
@@ -380,6 +401,7 @@ int main(void)
     tcase_add_test(tc, hit_returns_snapshot_and_headers);
     tcase_add_test(tc, in_memory_bodies_are_aligned_for_the_socket_copy);
     tcase_add_test(tc, big_file_is_sent_from_descriptor);
+    tcase_add_test(tc, file_of_exactly_sendfile_min_bytes_is_sent_from_descriptor);
     tcase_add_test(tc, changed_file_is_noticed_after_validate_interval);
     tcase_add_test(tc, replaced_file_is_noticed_even_with_same_size_and_time);
     tcase_add_test(tc, deleted_file_is_dropped);
