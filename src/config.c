@@ -42,7 +42,7 @@ static void config_defaults(void)
     cfg.cache_size = 64 * 1024 * 1024;
     cfg.cache_entries = 4096;
     cfg.cache_validate = 1;
-    cfg.sendfile_min = 8 * 1024;          /* measured crossover: scripts/bench-sendfile, README */
+    cfg.sendfile_min = 16 * 1024;         /* no dearer than the copy on either measured host: README */
     cfg.sendfile_chunk = 512 * 1024;      /* best mix throughput measured (docs/bench/HISTORY.md) */
     cfg.notsent_lowat = 32 * 1024;        /* mix p99 and efficiency measured (docs/bench/HISTORY.md) */
     cfg.workers = 1;
@@ -165,7 +165,7 @@ void config_usage(FILE *out)
 "      --cache-size BYTES       file cache: memory for small files' contents (default 64m)\n"
 "      --cache-entries N        file cache: most files cached (default 4096; 0 = no cache)\n"
 "      --cache-validate SEC     file cache: stat a cached file at most this often (default 1)\n"
-"      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 8k)\n"
+"      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 16k)\n"
 "      --sendfile-chunk BYTES   most bytes per sendfile call; other connections are\n"
 "                               served between calls (default 512k)\n"
 "      --notsent-lowat BYTES    queue at most about BYTES of a reply in the kernel\n"
