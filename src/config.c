@@ -42,7 +42,7 @@ static void config_defaults(void)
     cfg.cache_size = 64 * 1024 * 1024;
     cfg.cache_entries = 4096;
     cfg.cache_validate = 1;
-    cfg.sendfile_min = 16 * 1024;         /* no dearer than the copy on either measured host: README */
+    cfg.sendfile_min = 16 * 1024;         /* between two hosts' measured crossovers: README */
     cfg.sendfile_chunk = 512 * 1024;      /* best mix throughput measured (docs/bench/HISTORY.md) */
     cfg.notsent_lowat = 32 * 1024;        /* mix p99 and efficiency measured (docs/bench/HISTORY.md) */
     cfg.workers = 1;
