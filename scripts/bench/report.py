@@ -140,8 +140,10 @@ def steal_line(run_rows, sweep_runs):
             "/proc/stat, per run): " + "; ".join(parts) + ".")
 
 
-def summarize_sweep(rows):
-    """-> dict server -> {'steps': [...], summary metrics}"""
+def summarize_sweep(rows, runs=()):
+    """rows: sweep.csv (one median run per server and step); runs:
+    sweep-runs.csv (every run).  -> dict server -> {'steps': [...], summary
+    metrics}"""
     by = {}
     for r in rows:
         by.setdefault(r["server"], []).append(r)
@@ -179,13 +181,21 @@ def summarize_sweep(rows):
     # reply measures the overload (and httperf's own, client-side
     # fd_unavail failure) as much as the server, and the servers reach
     # different rates, so the all-steps figure compares unequal work.
+    # At those rates every run serves the offered load, so the step's
+    # median run by replies/s is an arbitrary one of its runs; the CPU
+    # figures take every error-free run there (from sweep-runs.csv), which
+    # uses all the measurements instead of a third of them.
     common = None
     for m in out.values():
         clean = {int(r["rate"]) for r in m["steps"] if int(r["errors"]) == 0}
         common = clean if common is None else common & clean
     common = sorted(common or [])
-    for m in out.values():
-        rs = [r for r in m["steps"] if int(r["rate"]) in common]
+    for server, m in out.items():
+        rs = [r for r in runs if r["server"] == server and int(r["rate"]) in common
+              and int(r["errors"]) == 0 and fnum(r["cpu_s"]) is not None]
+        m["common_runs"] = len(rs)
+        if not rs:      # no sweep-runs.csv (or none clean): the step medians
+            rs = [r for r in m["steps"] if int(r["rate"]) in common]
         replies = sum(int(r["replies"]) for r in rs)
         cpu = sum(fnum(r["cpu_s"], 0) for r in rs)
         m["all_per_cpu_s"] = m["per_cpu_s"]
@@ -337,7 +347,7 @@ def redo_line(rule, run_rows, set_aside):
 def main():
     run_rows = read_csv("runs.csv")
     runs = summarize_runs(run_rows)
-    sweep = summarize_sweep(read_csv("sweep.csv"))
+    sweep = summarize_sweep(read_csv("sweep.csv"), read_csv("sweep-runs.csv"))
     env = {}
     if os.path.exists(os.path.join(OUT, "env.txt")):
         for line in open(os.path.join(OUT, "env.txt")):
@@ -405,9 +415,14 @@ def main():
         es, ev = best_peer(allc, "per_cpu_s")
         md += ["", ratio_line(sweep), ""]
         if common:
+            nruns = {s: m["common_runs"] for s, m in sweep.items()}
+            counted = (f"every run without errors at those rates ("
+                       + ", ".join(f"{s} {nruns[s]}" for s in sorted(sweep, key=server_rank)) + " runs)"
+                       if all(nruns.values()) else "each step's median run")
             md.append(f"CPU figures (and the efficiency ratio) cover the offered rates every "
-                      f"server served without errors: {', '.join(map(str, common))} conn/s "
-                      f"(equal work for all). Over all of each server's steps, overload "
+                      f"server served without errors (step medians): "
+                      f"{', '.join(map(str, common))} conn/s (equal work for all), counting "
+                      f"{counted}. Over all of each server's steps (their median runs), overload "
                       f"included, cowd / best peer is "
                       f"{ratio(allc.get('cowd', {}).get('per_cpu_s'), ev)} (best: {es}).")
         else:

@@ -227,6 +227,46 @@ def _(srv):
               "across_runs steal row in %r" % text)
 
 
+@test("bench report: (a)'s efficiency counts every error-free sweep run at the common rates")
+def _(srv):
+    import tempfile
+    # At a rate every server serves, each run gives the offered replies/s,
+    # so the step's median run is an arbitrary one: here cowd's (the one
+    # sweep.csv keeps) costs as much as nginx's, while over all of its
+    # runs cowd costs less.  nginx's run with errors is left out.
+    steps = {"cowd": [(1000, 0.5, 0), (2000, 1.0, 0), (3000, 1.0, 9)],
+             "nginx": [(1000, 0.5, 0), (2000, 1.0, 0), (3000, 1.5, 0)]}
+    runs = {"cowd": [(1000, 0.5, 0), (1000, 0.25, 0), (1000, 0.25, 0),
+                     (2000, 1.0, 0), (2000, 0.5, 0), (2000, 0.5, 0), (3000, 1.0, 9)],
+            "nginx": [(1000, 0.5, 0), (1000, 0.5, 0), (1000, 0.5, 0), (1000, 9.0, 4),
+                      (2000, 1.0, 0), (2000, 1.0, 0), (2000, 1.0, 0), (3000, 1.5, 0)]}
+
+    def row(server, rate, cpu, errors, rep=None):
+        replies = rate * 25 - errors * 5
+        return ("%s,%d,%d,%d,5,%.1f,%d,0.1,%d,0,0,0,%d,0,%.2f"
+                % (server, rate, rate * 5, replies, replies / 5, rate, errors, errors, cpu)
+                + ("" if rep is None else ",%d,0.1,0.1" % rep) + "\n")
+
+    with tempfile.TemporaryDirectory() as out:
+        with open(os.path.join(out, "sweep.csv"), "w") as f:
+            f.write(SWEEP_RUNS_HEADER.split(",rep,")[0] + "\n")
+            for server, rs in steps.items():
+                f.writelines(row(server, *r) for r in rs)
+        md = report_in(out)
+        # without sweep-runs.csv: the step medians, 50,000 replies a CPU-second each
+        check("| a: f12k, 5 req/conn, peak | ✗ 1.00 |" in md, "targets row in %r" % md)
+        check("counting each step's median run." in md, "what is counted in %r" % md)
+        with open(os.path.join(out, "sweep-runs.csv"), "w") as f:
+            f.write(SWEEP_RUNS_HEADER)
+            for server, rs in runs.items():
+                f.writelines(row(server, *r, rep=i + 1) for i, r in enumerate(rs))
+        md = report_in(out)
+        # cowd 225,000 replies in 3.0 CPU-s, nginx the same in 4.5
+        check("| a: f12k, 5 req/conn, peak | ✓ 1.50 |" in md, "targets row in %r" % md)
+        check("1000, 2000 conn/s (equal work for all), counting every run without errors at "
+              "those rates (cowd 6, nginx 6 runs)." in md, "what is counted in %r" % md)
+
+
 @test("bench: steal time read from /proc/stat between two readings")
 def _(srv):
     if not os.path.exists("/proc/stat"):
