@@ -347,7 +347,8 @@ def redo_line(rule, run_rows, set_aside):
 def main():
     run_rows = read_csv("runs.csv")
     runs = summarize_runs(run_rows)
-    sweep = summarize_sweep(read_csv("sweep.csv"), read_csv("sweep-runs.csv"))
+    sweep_runs = read_csv("sweep-runs.csv")
+    sweep = summarize_sweep(read_csv("sweep.csv"), sweep_runs)
     env = {}
     if os.path.exists(os.path.join(OUT, "env.txt")):
         for line in open(os.path.join(OUT, "env.txt")):
@@ -384,7 +385,7 @@ def main():
               "share of a pinned CPU's time the hypervisor gave to other guests during "
               "the run (from /proc/stat; – where not recorded): work no process in "
               "this machine can see, which slows whichever server it lands on.")
-    steal = steal_line(run_rows, read_csv("sweep-runs.csv"))
+    steal = steal_line(run_rows, sweep_runs)
     if steal:
         md += ["", steal]
     redo = redo_line(env.get("steal_redo"), run_rows, read_csv("runs-disturbed.csv"))
@@ -435,7 +436,7 @@ def main():
         servers = sorted(sweep, key=server_rank)
         # every run of a step (--full: 3), to show the spread behind the median
         spread = {}
-        for r in read_csv("sweep-runs.csv"):
+        for r in sweep_runs:
             spread.setdefault((r["server"], int(r["rate"])), []).append(fnum(r["rps"], 0))
         multi = any(len(v) > 1 for v in spread.values())
         for title, key, digits in (("replies/s", "rps", 0), ("average reply time (ms)", "reply_ms", 2),
