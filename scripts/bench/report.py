@@ -190,12 +190,16 @@ def summarize_sweep(rows, runs=()):
         clean = {int(r["rate"]) for r in m["steps"] if int(r["errors"]) == 0}
         common = clean if common is None else common & clean
     common = sorted(common or [])
+    clean_runs = {server: [r for r in runs if r["server"] == server and int(r["rate"]) in common
+                           and int(r["errors"]) == 0 and fnum(r["cpu_s"]) is not None]
+                  for server in out}
+    # one count for every server: if one has no clean run there (no
+    # sweep-runs.csv, say), all are counted from their step medians
+    from_runs = all(clean_runs.values())
     for server, m in out.items():
-        rs = [r for r in runs if r["server"] == server and int(r["rate"]) in common
-              and int(r["errors"]) == 0 and fnum(r["cpu_s"]) is not None]
-        m["common_runs"] = len(rs)
-        if not rs:      # no sweep-runs.csv (or none clean): the step medians
-            rs = [r for r in m["steps"] if int(r["rate"]) in common]
+        m["common_runs"] = len(clean_runs[server]) if from_runs else 0
+        rs = (clean_runs[server] if from_runs
+              else [r for r in m["steps"] if int(r["rate"]) in common])
         replies = sum(int(r["replies"]) for r in rs)
         cpu = sum(fnum(r["cpu_s"], 0) for r in rs)
         m["all_per_cpu_s"] = m["per_cpu_s"]
@@ -416,10 +420,10 @@ def main():
         es, ev = best_peer(allc, "per_cpu_s")
         md += ["", ratio_line(sweep), ""]
         if common:
-            nruns = {s: m["common_runs"] for s, m in sweep.items()}
             counted = (f"every run without errors at those rates ("
-                       + ", ".join(f"{s} {nruns[s]}" for s in sorted(sweep, key=server_rank)) + " runs)"
-                       if all(nruns.values()) else "each step's median run")
+                       + ", ".join(f"{s} {sweep[s]['common_runs']}"
+                                   for s in sorted(sweep, key=server_rank)) + " runs)"
+                       if all(m["common_runs"] for m in sweep.values()) else "each step's median run")
             md.append(f"CPU figures (and the efficiency ratio) cover the offered rates every "
                       f"server served without errors (step medians): "
                       f"{', '.join(map(str, common))} conn/s (equal work for all), counting "

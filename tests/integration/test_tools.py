@@ -265,6 +265,14 @@ def _(srv):
         check("| a: f12k, 5 req/conn, peak | ✓ 1.50 |" in md, "targets row in %r" % md)
         check("1000, 2000 conn/s (equal work for all), counting every run without errors at "
               "those rates (cowd 6, nginx 6 runs)." in md, "what is counted in %r" % md)
+        # a peer without a clean run there: every server is counted from
+        # its step medians, as the report says, not cowd alone from its runs
+        with open(os.path.join(out, "sweep-runs.csv"), "w") as f:
+            f.write(SWEEP_RUNS_HEADER)
+            f.writelines(row("cowd", *r, rep=i + 1) for i, r in enumerate(runs["cowd"]))
+        md = report_in(out)
+        check("| a: f12k, 5 req/conn, peak | ✗ 1.00 |" in md, "targets row in %r" % md)
+        check("counting each step's median run." in md, "what is counted in %r" % md)
 
 
 @test("bench: steal time read from /proc/stat between two readings")
