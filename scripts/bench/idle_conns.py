@@ -13,16 +13,34 @@ waits for SIGTERM/SIGINT/SIGUSR1 or MAX_HOLD_S, checks how many of the K
 served connections the server still keeps open (a peek that sees EOF or
 an error means the server closed it), prints "ALIVE alive=A of=K", closes
 everything and exits. Bounded in time and count; loopback only.
+
+Every connection is closed with a reset (SO_LINGER 0), not a FIN: a FIN
+close leaves one TIME_WAIT socket per connection, and 60 s later the kernel
+expires those 10,000 sockets in bursts of several milliseconds of timer
+work on the server's CPU, in the middle of whichever server's run comes
+next (docs/bench/HISTORY.md, "(e)'s stalls"). How idle connections end is
+not what (e) measures.
 """
 import errno
 import os
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 
 BATCH = 256
+ABORT = struct.pack("ii", 1, 0)     # struct linger {l_onoff 1, l_linger 0}
+
+
+def abort(s):
+    """Closes s with a reset, so that it leaves no TIME_WAIT socket."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, ABORT)
+    except OSError:
+        pass
+    s.close()
 
 
 def main():
@@ -31,6 +49,10 @@ def main():
     setup_timeout = float(sys.argv[5]) if len(sys.argv) > 5 else 60.0
     req = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
            "User-Agent: cowd-bench-idle\r\n\r\n").encode()
+    # before READY: a signal sent as soon as READY is read must not kill us
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        signal.signal(sig, lambda *_: stop.append(1))
     t0 = time.monotonic()
     deadline = t0 + setup_timeout
     sel = selectors.DefaultSelector()
@@ -45,14 +67,14 @@ def main():
         except BlockingIOError:
             pass
         except OSError:
-            s.close()
+            abort(s)
             return False
         # state: [phase, buffer, expected total length]
         sel.register(s, selectors.EVENT_WRITE, ["connect", b"", None])
         return True
 
     inflight = 0
-    while (started < n or inflight) and time.monotonic() < deadline:
+    while (started < n or inflight) and time.monotonic() < deadline and not stop:
         while started < n and inflight < BATCH:
             started += 1
             if start_one():
@@ -94,21 +116,18 @@ def main():
                 inflight -= 1
                 if err:
                     failed += 1
-                    s.close()
+                    abort(s)
                 else:
                     served.append(s)
     # anything still in flight at the deadline counts as failed
     for key in list(sel.get_map().values()):
         sel.unregister(key.fileobj)
-        key.fileobj.close()
+        abort(key.fileobj)
         failed += 1
     failed += n - started
     print(f"READY opened={n} ok={len(served)} failed={failed} "
           f"setup_s={time.monotonic() - t0:.2f}", flush=True)
 
-    stop = []
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
-        signal.signal(sig, lambda *_: stop.append(1))
     end = time.monotonic() + max_hold
     while not stop and time.monotonic() < end:
         time.sleep(0.2)
@@ -125,7 +144,7 @@ def main():
             pass
     print(f"ALIVE alive={alive} of={len(served)}", flush=True)
     for s in served:
-        s.close()
+        abort(s)
 
 
 if __name__ == "__main__":

@@ -275,6 +275,63 @@ def _(srv):
         check("counting each step's median run." in md, "what is counted in %r" % md)
 
 
+def tcp_sockets(port, local):
+    """(local port, remote port, state) of the IPv4 TCP sockets whose local
+    (local=True) or remote port is port, from /proc/net/tcp."""
+    out = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            lp = int(fields[1].split(":")[1], 16)
+            rp = int(fields[2].split(":")[1], 16)
+            if (lp if local else rp) == port:
+                out.add((lp, rp, fields[3]))
+    return out
+
+
+@test("bench: the idle-connection helper ends its connections with resets, leaving no TIME_WAIT",
+      args=["--keepalive-timeout", "30"])
+def _(srv):
+    import signal
+    import time
+    if not os.path.exists("/proc/net/tcp"):
+        raise TestSkip("no /proc/net/tcp")
+    # this test's server has a port of its own; anything left from an
+    # earlier server on the same port number is not counted
+    before = tcp_sockets(srv.port, local=False)
+    p = subprocess.Popen(["python3", os.path.join(SRCDIR, "scripts", "bench", "idle_conns.py"),
+                          str(srv.port), "20", "/hello.txt", "20", "10"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ready = p.stdout.readline().decode()
+        check(ready.startswith("READY opened=20 ok=20 failed=0 "), "helper's READY line: %r" % ready)
+        p.send_signal(signal.SIGUSR1)
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq(p.returncode, 0, "helper's exit status (%s)" % err.decode(errors="replace"))
+    check("ALIVE alive=20 of=20" in out.decode(), "helper's ALIVE line in %r" % out.decode())
+    # a FIN close leaves each client socket in FIN_WAIT1/2, CLOSING or
+    # TIME_WAIT (states 04, 05, 0B, 06) for up to a minute; a reset, none
+    time.sleep(0.5)
+    earlier = set(lp for lp, _, _ in before)
+    left = sorted(s for s in tcp_sockets(srv.port, local=False)
+                  if s[0] not in earlier and s[2] in ("04", "05", "06", "0B"))
+    eq(left, [], "client sockets the helper left closing or in TIME_WAIT")
+    # and the server let go of the reset connections (parked ones too)
+    deadline = time.time() + 5
+    while True:
+        held = sorted(s for s in tcp_sockets(srv.port, local=True) if s[2] != "0A")
+        if not held or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    eq(held, [], "server-side sockets still open after the resets")
+    srv.assert_alive()
+
+
 @test("bench: steal time read from /proc/stat between two readings")
 def _(srv):
     if not os.path.exists("/proc/stat"):
