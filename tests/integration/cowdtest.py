@@ -425,6 +425,46 @@ def children_of(pid):
     return sorted(out)
 
 
+def open_fds(srv):
+    """Open descriptors of the server's worker processes."""
+    n = 0
+    for pid in srv.children():
+        n += len(os.listdir("/proc/%d/fd" % pid))
+    return n
+
+
+def settled_fds(srv, quiet=0.3, limit=5.0):
+    """open_fds once it has stopped changing: the start-up probe's
+    connection (connect and close) may still be open in the worker,
+    which would make a baseline one too high."""
+    deadline = time.time() + limit
+    last = open_fds(srv)
+    while time.time() < deadline:
+        time.sleep(quiet)
+        now = open_fds(srv)
+        if now == last:
+            break
+        last = now
+    return last
+
+
+def tcp_sockets(port, local):
+    """(local port, remote port, state) of the IPv4 TCP sockets whose local
+    (local=True: the server ends) or remote port is port, from
+    /proc/net/tcp; the state in hex as there (01 established, 06
+    TIME_WAIT, 0A listening...)."""
+    out = []
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            lp = int(fields[1].split(":")[1], 16)
+            rp = int(fields[2].split(":")[1], 16)
+            if (lp if local else rp) == port:
+                out.append((lp, rp, fields[3]))
+    return out
+
+
 class Server:
     def __init__(self, root, args, root_dir=None):
         self.root = root

@@ -6,7 +6,8 @@ import sys
 import threading
 import time
 
-from cowdtest import BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, TestFailure, TestSkip, check, eq, read_to_eof, request, test
+from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, TestFailure, TestSkip, check, eq, open_fds,
+                      read_to_eof, request, settled_fds, tcp_sockets, test)
 
 
 @test("robust: half-closed client still receives the full response")
@@ -470,40 +471,9 @@ def _(srv):
     srv.assert_alive()
 
 
-def open_fds(srv):
-    """Open descriptors of the server's worker processes."""
-    import os
-    n = 0
-    for pid in srv.children():
-        n += len(os.listdir("/proc/%d/fd" % pid))
-    return n
-
-
-def settled_fds(srv, quiet=0.3, limit=5.0):
-    """open_fds once it has stopped changing: the start-up probe's
-    connection (connect and close) may still be open in the worker,
-    which would make a baseline one too high."""
-    deadline = time.time() + limit
-    last = open_fds(srv)
-    while time.time() < deadline:
-        time.sleep(quiet)
-        now = open_fds(srv)
-        if now == last:
-            break
-        last = now
-    return last
-
-
 def server_side_states(port):
     """TCP states (hex, as /proc/net/tcp) of the server ends on port."""
-    states = []
-    with open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            if int(fields[1].split(":")[1], 16) == port:
-                states.append(fields[3])
-    return states
+    return [state for _, _, state in tcp_sockets(port, local=True)]
 
 
 def silent_clients(srv, count=40):

@@ -3,9 +3,10 @@
 import os
 import re
 import shutil
+import socket
 import subprocess
 
-from cowdtest import SRCDIR, TestSkip, check, eq, test
+from cowdtest import SRCDIR, TestSkip, check, eq, open_fds, settled_fds, tcp_sockets, test
 
 
 def demo_index():
@@ -275,21 +276,6 @@ def _(srv):
         check("counting each step's median run." in md, "what is counted in %r" % md)
 
 
-def tcp_sockets(port, local):
-    """(local port, remote port, state) of the IPv4 TCP sockets whose local
-    (local=True) or remote port is port, from /proc/net/tcp."""
-    out = set()
-    with open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            lp = int(fields[1].split(":")[1], 16)
-            rp = int(fields[2].split(":")[1], 16)
-            if (lp if local else rp) == port:
-                out.add((lp, rp, fields[3]))
-    return out
-
-
 @test("bench: the idle-connection helper ends its connections with resets, leaving no TIME_WAIT",
       args=["--keepalive-timeout", "30"])
 def _(srv):
@@ -297,15 +283,23 @@ def _(srv):
     import time
     if not os.path.exists("/proc/net/tcp"):
         raise TestSkip("no /proc/net/tcp")
-    # this test's server has a port of its own; anything left from an
-    # earlier server on the same port number is not counted
-    before = tcp_sockets(srv.port, local=False)
+    # /hello.txt once first, so that the file cache's descriptor for it is
+    # in the baseline
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        while s.recv(65536):
+            pass
+    base_fds = settled_fds(srv)
+    # anything left from an earlier client on the same port number is not counted
+    earlier = set(lp for lp, _, _ in tcp_sockets(srv.port, local=False))
     p = subprocess.Popen(["python3", os.path.join(SRCDIR, "scripts", "bench", "idle_conns.py"),
                           str(srv.port), "20", "/hello.txt", "20", "10"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         ready = p.stdout.readline().decode()
         check(ready.startswith("READY opened=20 ok=20 failed=0 "), "helper's READY line: %r" % ready)
+        held = open_fds(srv) - base_fds
+        check(held >= 20, "20 idle connections hold only %d descriptors in the worker" % held)
         p.send_signal(signal.SIGUSR1)
         out, err = p.communicate(timeout=20)
     finally:
@@ -317,18 +311,14 @@ def _(srv):
     # a FIN close leaves each client socket in FIN_WAIT1/2, CLOSING or
     # TIME_WAIT (states 04, 05, 0B, 06) for up to a minute; a reset, none
     time.sleep(0.5)
-    earlier = set(lp for lp, _, _ in before)
     left = sorted(s for s in tcp_sockets(srv.port, local=False)
                   if s[0] not in earlier and s[2] in ("04", "05", "06", "0B"))
     eq(left, [], "client sockets the helper left closing or in TIME_WAIT")
     # and the server let go of the reset connections (parked ones too)
     deadline = time.time() + 5
-    while True:
-        held = sorted(s for s in tcp_sockets(srv.port, local=True) if s[2] != "0A")
-        if not held or time.time() > deadline:
-            break
+    while open_fds(srv) > base_fds and time.time() < deadline:
         time.sleep(0.1)
-    eq(held, [], "server-side sockets still open after the resets")
+    eq(open_fds(srv) - base_fds, 0, "descriptors the worker still holds after the 20 resets")
     srv.assert_alive()
 
 
