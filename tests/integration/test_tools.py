@@ -3,7 +3,6 @@
 import os
 import re
 import shutil
-import socket
 import subprocess
 
 from cowdtest import SRCDIR, TestSkip, check, eq, open_fds, settled_fds, tcp_sockets, test
@@ -285,10 +284,7 @@ def _(srv):
         raise TestSkip("no /proc/net/tcp")
     # /hello.txt once first, so that the file cache's descriptor for it is
     # in the baseline
-    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
-        s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        while s.recv(65536):
-            pass
+    srv.get("/hello.txt")
     base_fds = settled_fds(srv)
     # anything left from an earlier client on the same port number is not counted
     earlier = set(lp for lp, _, _ in tcp_sockets(srv.port, local=False))
