@@ -37,6 +37,8 @@ struct conn {
     int close_after;            /* this response ends the connection */
     int server_closes;          /* ... because we end it (cap, shutdown), not the client */
     int linger;                 /* the client may still be sending: drain before close */
+    int close_at_once;          /* nothing more is wanted from the client: it asked to
+                                   close, or was too slow to wait for */
     int status;                 /* of the response being sent */
     int idle;                   /* waiting for the next request on a kept-alive
                                    connection (a graceful stop may end the wait) */
