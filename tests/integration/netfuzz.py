@@ -36,8 +36,9 @@ import threading
 import time
 import urllib.parse
 
+from cowdtest import SANITIZER_MARKS, children_of, free_port
+
 STATUS_RE = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9]) [^\r\n]*\r\n")
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 # targets the server must refuse or treat specially, beside the files
 ODD_TARGETS = ["/", "/missing", "/missing/", "/%2e%2e/etc/passwd", "/a/../../etc/passwd", "/%00", "/x%2fy",
@@ -199,15 +200,19 @@ class Reader:
             raise EOFError("closed by the server")
         self.buf += d
 
-    def line(self):
-        while b"\r\n" not in self.buf:
+    def through(self, sep, what):
+        """The bytes up to and including sep, at most 64 KiB of them."""
+        while sep not in self.buf:
             if len(self.buf) > 65536:
-                raise ValueError("line over 64 KiB: %r" % bytes(self.buf[:200]))
+                raise ValueError("%s over 64 KiB: %r" % (what, bytes(self.buf[:200])))
             self.more()
-        i = self.buf.index(b"\r\n")
+        i = self.buf.index(sep) + len(sep)
         out = bytes(self.buf[:i])
-        del self.buf[:i + 2]
+        del self.buf[:i]
         return out
+
+    def line(self):
+        return self.through(b"\r\n", "line")[:-2]
 
     def exactly(self, n):
         while len(self.buf) < n:
@@ -217,13 +222,7 @@ class Reader:
         return out
 
     def head(self):
-        while b"\r\n\r\n" not in self.buf:
-            if len(self.buf) > 65536:
-                raise ValueError("reply head over 64 KiB: %r" % bytes(self.buf[:200]))
-            self.more()
-        i = self.buf.index(b"\r\n\r\n")
-        head = bytes(self.buf[:i + 4])
-        del self.buf[:i + 4]
+        head = self.through(b"\r\n\r\n", "reply head")
         m = STATUS_RE.match(head)
         if not m:
             raise ValueError("bad status line: %r" % head[:200])
@@ -456,14 +455,6 @@ def sockets_of(pids):
     return n
 
 
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
 def settled_sockets(pids, base, limit):
     """The processes' socket count once back at base, or after limit seconds."""
     deadline = time.time() + limit
@@ -523,9 +514,7 @@ def main():
         if subprocess.run([a.cowd, flag, *val, "--version"], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode == 0:
             extra += [flag, *val]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     errpath = os.path.join(tmp, "stderr")
     with open(errpath, "wb") as err:
         proc = subprocess.Popen([a.cowd, "--listen", "127.0.0.1:%d" % port, "--root", root] + extra +
@@ -538,7 +527,7 @@ def main():
         except OSError:
             time.sleep(0.05)
     time.sleep(0.5)
-    workers = children(proc.pid) or [proc.pid]
+    workers = children_of(proc.pid) or [proc.pid]
     base = sockets_of(workers)
     stats = run(port, site, a.seconds, seed, a.clients)
     # past the keep-alive, header and linger timeouts: what the clients left has ended
