@@ -488,7 +488,13 @@ done:
      * to close sends nothing more (RFC 9112 §9.6), and a slow one is not
      * waited for: a plain close. */
     c->out.closing = 1;     /* what is pending leaves with the FIN */
-    if (graceful && buff_flush(&c->out) == 0 && c->close_after) {
+    if (c->out.file_shrank) {
+        /* Only the reply was cut short; the socket is sound.  Our FIN must
+         * follow what went out, the replies before it included: a close
+         * with the client's next requests unread would send a reset, which
+         * may erase them before the client reads them (RFC 9112 §9.6). */
+        lingering_close(c);
+    } else if (graceful && buff_flush(&c->out) == 0 && c->close_after) {
         if (c->linger || c->in_end > c->in_start || c->server_closes)
             lingering_close(c);
         else if (!c->close_at_once)

@@ -7,7 +7,7 @@ import socket
 import time
 
 from cowdtest import (DATA, DIGITS, DIR_INDEX, DIR_OTHER, HELLO, INDEX, ROOT_OTHER, WEIRD, WEIRD_NAME,
-                      COWD, WRAPPER, Server, TestSkip, check, eq, request, test)
+                      COWD, WRAPPER, Server, TestFailure, TestSkip, check, eq, request, test)
 
 OK = "HTTP/1.1 200 OK"
 PARTIAL = "HTTP/1.1 206 Partial Content"
@@ -308,6 +308,36 @@ def _(srv):
     eq(r.get("Content-Length"), "10", "next request's length")
     eq(r.body, b"y" * 10, "next request's body")
     check("shrank while being sent" in srv.stderr(), "logged: %r" % srv.stderr()[-300:])
+
+
+@test("cache: a file that shrinks under its reply ends the connection with a FIN, not a reset: "
+      "the replies before it still reach a client that pipelined more",
+      ["--cache-validate", "60", "--sendfile-min", "1k"])
+def _(srv):
+    srv.root.write("shrink3.bin", b"x" * 100000)
+    eq(len(srv.get("/shrink3.bin").body), 100000, "full body")
+    srv.root.write("shrink3.bin", b"y" * 10)          # same inode, truncated in place
+    with srv.conn() as c:
+        # more pipelined requests than cowd reads at once: some are still
+        # unread in its kernel when it gives up on the shrunk file
+        more = request("GET", "/hello.txt", ["X-Pad: " + "p" * 1000]) * 64
+        c.send(request("GET", "/hello.txt") + request("GET", "/shrink3.bin") + more)
+        time.sleep(0.5)                 # everything cowd sends waits unread in our kernel
+        raw = b""
+        c.sock.settimeout(5)
+        try:
+            while True:
+                d = c.sock.recv(65536)
+                if not d:
+                    break
+                raw += d
+        except ConnectionResetError:
+            raise TestFailure("reset after %d bytes: a reset may erase replies the client has not "
+                              "read yet" % len(raw))
+    eq(raw[:raw.index(b"\r\n")], OK.encode(), "first reply's status line")
+    check(raw.count(b"HTTP/1.1 200 OK") == 2 and b"Content-Length: 100000" in raw,
+          "the first reply whole, then the head of the one that cannot be finished: %r" % raw[:400])
+    eq(srv.get("/hello.txt").status_line, OK, "served afterwards")
 
 
 @test("cache: a file replaced by rename is noticed", ["--cache-validate", "0"])
