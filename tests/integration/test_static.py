@@ -7,7 +7,8 @@ import socket
 import time
 
 from cowdtest import (DATA, DIGITS, DIR_INDEX, DIR_OTHER, HELLO, INDEX, ROOT_OTHER, WEIRD, WEIRD_NAME,
-                      COWD, WRAPPER, Server, TestFailure, TestSkip, check, eq, request, test)
+                      COWD, WRAPPER, Server, TestFailure, TestSkip, check, eq, read_to_eof, request,
+                      test)
 
 OK = "HTTP/1.1 200 OK"
 PARTIAL = "HTTP/1.1 206 Partial Content"
@@ -323,17 +324,11 @@ def _(srv):
         more = request("GET", "/hello.txt", ["X-Pad: " + "p" * 1000]) * 64
         c.send(request("GET", "/hello.txt") + request("GET", "/shrink3.bin") + more)
         time.sleep(0.5)                 # everything cowd sends waits unread in our kernel
-        raw = b""
         c.sock.settimeout(5)
         try:
-            while True:
-                d = c.sock.recv(65536)
-                if not d:
-                    break
-                raw += d
+            raw = read_to_eof(c.sock)
         except ConnectionResetError:
-            raise TestFailure("reset after %d bytes: a reset may erase replies the client has not "
-                              "read yet" % len(raw))
+            raise TestFailure("reset: a reset may erase replies the client has not read yet")
     eq(raw[:raw.index(b"\r\n")], OK.encode(), "first reply's status line")
     check(raw.count(b"HTTP/1.1 200 OK") == 2 and b"Content-Length: 100000" in raw,
           "the first reply whole, then the head of the one that cannot be finished: %r" % raw[:400])
