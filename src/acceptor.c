@@ -9,13 +9,23 @@
  *
  * Several workers sharing one listen socket all wake when it becomes
  * readable (the Pth scheduler polls it); the losers' accept4 returns EAGAIN
- * and they wait again.  n_empty counts those empty wake-ups. */
+ * and they wait again.  n_empty counts those empty wake-ups.
+ *
+ * The listen socket's readiness is edge-triggered, so the queue must be
+ * known empty before the thread sleeps.  An accept4 that finds it empty
+ * costs about 1.1 us on Linux (the kernel allocates the new socket and its
+ * file before it looks at the queue, then frees them), as much as a
+ * twentieth of a short connection's whole cost; where the kernel reports
+ * the accept queue's length (TCP_INFO on Linux) one getsockopt of ~0.2 us
+ * says so instead.  It is lost-wakeup free for the same reason EAGAIN is:
+ * a connection queued after the look raises a new edge. */
 #include "acceptor.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -141,6 +151,24 @@ static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *le
 #endif
 }
 
+/* Connections waiting in lfd's accept queue, or -1 where the system does
+ * not say (then only accept4 can tell). */
+static int accept_queue_len(int lfd)
+{
+#if defined(__linux__) && defined(TCP_INFO)
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    /* a listening socket's tcpi_unacked is its accept queue's length */
+    if (getsockopt(lfd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+        len >= offsetof(struct tcp_info, tcpi_unacked) + sizeof ti.tcpi_unacked &&
+        ti.tcpi_state == TCP_LISTEN)
+        return (int)ti.tcpi_unacked;
+#else
+    (void)lfd;
+#endif
+    return -1;
+}
+
 struct acceptor {
     int lfd;
     struct depot *d;
@@ -184,14 +212,29 @@ void acceptor_run(struct acceptor *a)
     int lfd = a->lfd;
     struct depot *d = a->d;
     pth_event_t ev_listen = a->ev_listen, ev_client = a->ev_client;
+    /* connections known to wait in the accept queue: -1 unknown (try
+     * accept4), 0 look again before the next accept4 */
+    int queued = -1;
 
     while (!stopping) {
         struct depot_msg *m = depot_msg_take_new(d, lfd, ev_client);  /* waits at --max-connections */
         int fd = -1, woke = 0;
         while (!stopping) {
+            if (queued == 0 && (queued = accept_queue_len(lfd)) == 0) {
+                /* empty: sleep until the next edge; nothing may yield between
+                 * the look and the wait's io_drained, or an edge could be lost */
+                io_drained(lfd, 0);
+                pth_wait(ev_listen);
+                woke = 1;
+                queued = -1;
+                continue;
+            }
             fd = accept_nonblock(lfd, &m->conn.peer, &m->conn.peer_len);
-            if (fd >= 0)
+            if (fd >= 0) {
+                queued = queued > 0 ? queued - 1 : 0;
                 break;
+            }
+            queued = -1;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 io_drained(lfd, 0);
                 if (woke)
