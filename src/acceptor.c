@@ -158,10 +158,12 @@ static int accept_queue_len(int lfd)
 #if defined(__linux__) && defined(TCP_INFO)
     struct tcp_info ti;
     socklen_t len = sizeof ti;
-    /* a listening socket's tcpi_unacked is its accept queue's length */
+    /* A listening socket's tcpi_unacked is its accept queue's length and
+     * tcpi_sacked its backlog, never 0 there: a kernel that does not alias
+     * them for listeners reports 0 for both and is not trusted. */
     if (getsockopt(lfd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-        len >= offsetof(struct tcp_info, tcpi_unacked) + sizeof ti.tcpi_unacked &&
-        ti.tcpi_state == TCP_LISTEN)
+        len >= offsetof(struct tcp_info, tcpi_sacked) + sizeof ti.tcpi_sacked &&
+        ti.tcpi_state == TCP_LISTEN && ti.tcpi_sacked > 0)
         return (int)ti.tcpi_unacked;
 #else
     (void)lfd;
