@@ -1,0 +1,36 @@
+# idle-syscalls.sh: as idle-cost.sh, one 12 s wrk run without and one with the 10,000 idle
+# connections, perf stat on cowd's worker for 8 s in the middle of each
+#!/usr/bin/env bash
+set -u
+CLONE=/tmp/fc95
+BENCH_DIR=$CLONE/scripts/bench
+. $BENCH_DIR/common.sh; . $BENCH_DIR/docs.sh; . $BENCH_DIR/servers.sh
+COWD_BIN=${COWD_BIN:-/tmp/fc95/build/src/cowd}
+ulimit -n 20000; MAX_FDS=20000; MAX_CONNS=19936
+STARTED_PIDS=(); HELPER_PIDS=()
+set_pinning
+trap stop_all_servers EXIT
+W=/tmp/idlechk/p; rm -rf $W; mkdir -p $W/doc
+DOCROOT=$W/doc; make_docroot "$DOCROOT"
+server_start cowd $DOCROOT $W/srv idle || exit 1
+warm_docroot "$SRV_PORT"
+worker=$(pgrep -P $SRV_PID | head -1); [ -n "$worker" ] || worker=$SRV_PID
+echo "master $SRV_PID worker $worker"
+prof() {
+  "${PIN_CLIENT[@]}" wrk -t1 -c50 -d12s http://127.0.0.1:$SRV_PORT/f12k > $W/wrk-$1.txt &
+  local wp=$!
+  sleep 1
+  setsid perf stat -e task-clock,context-switches,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_recvfrom,syscalls:sys_enter_sendto,syscalls:sys_enter_sendmsg,syscalls:sys_enter_writev,syscalls:sys_enter_accept4,syscalls:sys_enter_getsockopt,syscalls:sys_enter_setsockopt,syscalls:sys_enter_read,syscalls:sys_enter_write -p $worker -o /tmp/idlechk/stat-$1.txt -- sleep 8 &
+  local sp=$!
+  sleep 8
+  wait $sp; wait $wp
+  grep Requests $W/wrk-$1.txt
+}
+prof noidle
+"${PIN_CLIENT[@]}" python3 $BENCH_DIR/idle_conns.py "$SRV_PORT" 10000 /f2k 600 60 > $W/idle.out 2>&1 &
+hp=$!; HELPER_PIDS+=($hp)
+for i in $(seq 700); do grep -q '^READY' $W/idle.out && break; sleep 0.1; done
+grep READY $W/idle.out; sleep 3
+prof idle
+kill -USR1 $hp; sleep 2; kill $hp 2>/dev/null
+server_stop
