@@ -14,13 +14,7 @@ set -u
 MODE=${1:?usage: idle-measure.sh syscalls|profile|segments [SERVER]}
 SERVER=${2:-cowd}
 CLONE=${CLONE:-/tmp/fc95}
-BENCH_DIR=$CLONE/scripts/bench
-. $BENCH_DIR/common.sh; . $BENCH_DIR/docs.sh; . $BENCH_DIR/servers.sh
-COWD_BIN=${COWD_BIN:-$CLONE/build/src/cowd}
-ulimit -n 20000; MAX_FDS=20000; MAX_CONNS=19936
-STARTED_PIDS=(); HELPER_PIDS=()
-set_pinning
-trap stop_all_servers EXIT
+. "$(dirname "$0")/../adhoc-setup.sh"
 OUTDIR=/tmp/idlechk; mkdir -p $OUTDIR
 W=$OUTDIR/p; rm -rf $W; mkdir -p $W/doc
 DOCROOT=$W/doc; make_docroot "$DOCROOT"

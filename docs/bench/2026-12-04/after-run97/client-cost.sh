@@ -15,13 +15,7 @@
 # Ad hoc: CLONE points at the session's fresh clone; output to /tmp/cc97.
 set -u
 CLONE=${CLONE:-/tmp/fc70}
-BENCH_DIR=$CLONE/scripts/bench
-. $BENCH_DIR/common.sh; . $BENCH_DIR/docs.sh; . $BENCH_DIR/servers.sh
-COWD_BIN=${COWD_BIN:-$CLONE/build/src/cowd}
-ulimit -n 20000; MAX_FDS=20000; MAX_CONNS=19936
-STARTED_PIDS=(); HELPER_PIDS=()
-set_pinning
-trap stop_all_servers EXIT
+. "$(dirname "$0")/../adhoc-setup.sh"
 OUTDIR=/tmp/cc97; W=$OUTDIR/w; rm -rf $W; mkdir -p $W/doc
 make_docroot $W/doc
 FILE=${FILE:-f12k}
