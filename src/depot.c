@@ -90,6 +90,8 @@ static void depot_handle(struct depot *d, struct depot_msg *m)
     d->backlog_tail = m;
     if (++d->n_backlog > d->max_backlog)
         d->max_backlog = d->n_backlog;
+    if (d->cfg.release_holder != NULL)
+        (void)d->cfg.release_holder();  /* none holding: every handler is at work */
 }
 
 static void *depot_main(void *arg)

@@ -52,6 +52,10 @@ struct depot_config {
      * idle_count says how many there are.  Both NULL: never. */
     int (*reclaim_idle)(void);
     unsigned (*idle_count)(void);
+    /* A connection queued for want of an idle handler: asks a handler that
+     * only waits for a next request to give itself back (1 if one was
+     * asked).  NULL: the connection waits for a handler to finish. */
+    int (*release_holder)(void);
     void *arg;
 };
 

@@ -392,6 +392,39 @@ def _(srv):
     srv.assert_alive()
 
 
+@test("robust: a new connection does not wait behind handlers that only wait for kept-alive clients",
+      args=["--threads", "4"])
+def _(srv):
+    # Regression: a handler waits up to a second for its kept-alive
+    # connection's next request before it parks the connection, and it
+    # parked at once only if no handler was idle when that wait began.  A
+    # connection that had to queue for a handler later waited the second
+    # out (0.84 s here) while three handlers sat waiting for requests.
+    kept = []
+    for i in range(3):
+        c = srv.conn(timeout=5)
+        c.send(request("GET", "/hello.txt"))
+        eq(c.response().body, HELLO, "kept-alive connection %d" % (i + 1))
+        kept.append(c)
+    slow = srv.conn(timeout=5)
+    slow.send("GET /hello.txt HTTP/1.1\r\n")     # the fourth handler waits for the rest
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    with srv.conn(timeout=5) as c:
+        c.send(request("GET", "/hello.txt"))
+        eq(c.response().body, HELLO, "the new connection")
+    waited = time.monotonic() - t0
+    check(waited < 0.4, "the new connection waited %.2f s for a handler" % waited)
+    for i, c in enumerate(kept):                    # parked, and served as before
+        c.send(request("GET", "/hello.txt"))
+        eq(c.response().body, HELLO, "kept-alive connection %d again" % (i + 1))
+        c.close()
+    slow.send("Host: localhost\r\n\r\n")
+    eq(slow.response().body, HELLO, "the slow head, completed")
+    slow.close()
+    srv.assert_alive()
+
+
 # The minimum send rate under pressure was judged per send: a reader that
 # made room for each 8 KiB flush within the 2 s grace held its handler
 # through every pipelined response (here ~2 minutes at 15 KiB/s), and with both
