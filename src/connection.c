@@ -19,7 +19,8 @@
 /* A handler waits this long for the next request on its connection itself
  * (cheap: the Pth scheduler does not scan waiting threads) before it parks
  * the connection and goes back to the pool; under pressure it parks at once,
- * and a holder already waiting when pressure comes is asked to park then. */
+ * and a handler already waiting when a connection queues is asked back
+ * (depot_hold_begin). */
 #define CONN_PARK_AFTER_MS 1000
 
 /* Bytes of file body read from disk per chunk; also the directory listing
@@ -30,53 +31,6 @@
 int conn_stopping;
 static unsigned long conn_idle_seq;
 static struct depot *conn_depot;
-
-/* Handlers waiting out the park delay, longest first.  Without the list a
- * connection that queued for a handler waited up to CONN_PARK_AFTER_MS
- * behind handlers that were only waiting for requests that may never come. */
-static struct conn *holders_head, *holders_tail;
-
-static void holder_link(struct conn *c)
-{
-    c->hold_next = NULL;
-    c->hold_prev = holders_tail;
-    if (holders_tail != NULL) holders_tail->hold_next = c; else holders_head = c;
-    holders_tail = c;
-    c->holding = 1;
-}
-
-static void holder_unlink(struct conn *c)
-{
-    if (!c->holding)
-        return;
-    if (c->hold_prev != NULL) c->hold_prev->hold_next = c->hold_next; else holders_head = c->hold_next;
-    if (c->hold_next != NULL) c->hold_next->hold_prev = c->hold_prev; else holders_tail = c->hold_prev;
-    c->hold_prev = c->hold_next = NULL;
-    c->holding = 0;
-}
-
-int conn_release_holder(void)
-{
-    struct conn *c = holders_head;
-    if (c == NULL)
-        return 0;
-    holder_unlink(c);
-    c->released = 1;
-    pth_msgport_put(c->release_port, &c->release_msg);
-    return 1;
-}
-
-/* After a holder's wait: a release that came with the request's bytes, or
- * as the delay ran out, must not end the next wait too. */
-static void holder_done(struct conn *c)
-{
-    holder_unlink(c);
-    if (c->released) {
-        while (pth_msgport_get(c->release_port) != NULL)
-            ;
-        c->released = 0;
-    }
-}
 
 static int conn_pressure(void)
 {
@@ -91,11 +45,11 @@ void conn_attach_depot(struct depot *d)
 
 void *conn_create(unsigned index, void *arg)
 {
-    (void)index;
     (void)arg;
     struct conn *c = calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
+    c->handler = index;
     c->in_cap = cfg.max_header_size;
     /* the normalized path, then "/" and the index file name for a directory */
     c->path_cap = cfg.max_uri + 2 + 1 + strlen(cfg.index_name);
@@ -105,14 +59,8 @@ void *conn_create(unsigned index, void *arg)
     c->scratch = io_send_buffer_alloc(c->scratch_cap);
     c->ranges = calloc(cfg.max_ranges, sizeof *c->ranges);
     char *out = io_send_buffer_alloc(CONN_OUT_SIZE);
-    c->release_port = pth_msgport_create(NULL);
-    c->ev_release = c->release_port != NULL ? pth_event(PTH_EVENT_MSG, c->release_port) : NULL;
     if (c->in == NULL || c->path == NULL || c->scratch == NULL || c->ranges == NULL ||
-        out == NULL || c->ev_release == NULL || io_waiter_init(&c->waiter) < 0) {
-        if (c->ev_release != NULL)
-            pth_event_free(c->ev_release, PTH_FREE_THIS);
-        if (c->release_port != NULL)
-            pth_msgport_destroy(c->release_port);
+        out == NULL || io_waiter_init(&c->waiter) < 0) {
         free(c->in); free(c->path); free(c->scratch); free(c->ranges); free(out); free(c);
         return NULL;
     }
@@ -191,9 +139,9 @@ static enum read_result read_more(struct conn *c, const struct timeval *deadline
                 park_at.tv_usec -= 1000000;
             }
             if (timercmp(&park_at, deadline, <)) {
-                holder_link(c);
-                int r = io_wait_or(&c->waiter, c->fd, &park_at, c->ev_release);
-                holder_done(c);
+                pth_event_t asked_back = depot_hold_begin(conn_depot, c->handler);
+                int r = io_wait_or(&c->waiter, c->fd, &park_at, asked_back);
+                depot_hold_end(conn_depot, c->handler);
                 if (r == 0)
                     continue;       /* bytes: served here, released or not */
                 if (r < 0 && errno != ETIMEDOUT)

@@ -45,15 +45,7 @@ struct conn {
     int handed_over;            /* just given to this handler (new, or woken from the
                                    park): bytes are likely waiting, read before waiting */
     int read_waited;            /* the last read_more() waited for its bytes */
-
-    /* Waiting out the park delay on a connection with no request begun: the
-     * depot may ask for the handler back (conn_release_holder). */
-    pth_msgport_t release_port;
-    pth_event_t ev_release;
-    pth_message_t release_msg;
-    struct conn *hold_prev, *hold_next;
-    int holding;                /* on the holder list */
-    int released;               /* asked to park: release_port holds a message */
+    unsigned handler;           /* the depot's index of the handler this is */
 };
 
 /* Graceful stop (set by the worker): responses say Connection: close and
@@ -64,10 +56,6 @@ extern int conn_stopping;
 void *conn_create(unsigned index, void *arg);
 /* The depot whose open-connection count closes are reported to. */
 void conn_attach_depot(struct depot *d);
-/* A connection had to queue for a handler: asks the handler that has held
- * an idle connection longest, waiting out its park delay, to park it now and
- * come back to the pool.  1 if one was asked, 0 if none holds. */
-int conn_release_holder(void);
 /* depot_serve_fn: serves the connection until it closes (then closes it)
  * or parks it while it waits for its next request. */
 void conn_serve(void *conn, const struct depot_conn *dc);

@@ -24,6 +24,11 @@ struct handler {
     void *ctx;
     int served_any;
     struct handler *idle_next;
+    /* on the holder list (depot_hold_begin), longest first */
+    struct handler *hold_prev, *hold_next;
+    int holding;
+    int released;                   /* asked back: port holds release_msg */
+    pth_message_t release_msg;
 };
 
 struct depot {
@@ -36,6 +41,7 @@ struct depot {
     struct handler *handlers;
     struct handler *idle;           /* stack: the most recently used is warm */
     unsigned n_idle;
+    struct handler *holders_head, *holders_tail;
     struct depot_msg *backlog_head, *backlog_tail;
     unsigned n_backlog, max_backlog;
     unsigned long dispatched, done;
@@ -45,6 +51,49 @@ struct depot {
     pth_cond_t cap_cond;            /* signalled when a connection closes at the cap */
     int cap_waiting;
 };
+
+static void hold_unlink(struct depot *d, struct handler *h)
+{
+    if (!h->holding)
+        return;
+    if (h->hold_prev != NULL) h->hold_prev->hold_next = h->hold_next; else d->holders_head = h->hold_next;
+    if (h->hold_next != NULL) h->hold_next->hold_prev = h->hold_prev; else d->holders_tail = h->hold_prev;
+    h->hold_prev = h->hold_next = NULL;
+    h->holding = 0;
+}
+
+/* Without this a queued connection waited up to the whole park delay
+ * behind handlers that were only waiting for requests. */
+static void release_oldest_holder(struct depot *d)
+{
+    struct handler *h = d->holders_head;
+    if (h == NULL)
+        return;                     /* every handler is at work */
+    hold_unlink(d, h);
+    h->released = 1;
+    pth_msgport_put(h->port, &h->release_msg);  /* idle while the handler serves */
+}
+
+pth_event_t depot_hold_begin(struct depot *d, unsigned index)
+{
+    struct handler *h = &d->handlers[index];
+    h->hold_next = NULL;
+    h->hold_prev = d->holders_tail;
+    if (d->holders_tail != NULL) d->holders_tail->hold_next = h; else d->holders_head = h;
+    d->holders_tail = h;
+    h->holding = 1;
+    return h->ev_port;
+}
+
+void depot_hold_end(struct depot *d, unsigned index)
+{
+    struct handler *h = &d->handlers[index];
+    hold_unlink(d, h);
+    if (h->released) {              /* taken back, so the port waits for connections only */
+        (void)pth_msgport_get(h->port);
+        h->released = 0;
+    }
+}
 
 static void give(struct depot *d, struct handler *h, struct depot_msg *m)
 {
@@ -90,8 +139,7 @@ static void depot_handle(struct depot *d, struct depot_msg *m)
     d->backlog_tail = m;
     if (++d->n_backlog > d->max_backlog)
         d->max_backlog = d->n_backlog;
-    if (d->cfg.release_holder != NULL)
-        (void)d->cfg.release_holder();  /* none holding: every handler is at work */
+    release_oldest_holder(d);
 }
 
 static void *depot_main(void *arg)

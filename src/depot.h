@@ -52,10 +52,6 @@ struct depot_config {
      * idle_count says how many there are.  Both NULL: never. */
     int (*reclaim_idle)(void);
     unsigned (*idle_count)(void);
-    /* A connection queued for want of an idle handler: asks a handler that
-     * only waits for a next request to give itself back (1 if one was
-     * asked).  NULL: the connection waits for a handler to finish. */
-    int (*release_holder)(void);
     void *arg;
 };
 
@@ -91,6 +87,13 @@ void depot_msg_return(struct depot *d, struct depot_msg *m);   /* unused message
 void depot_submit(struct depot *d, struct depot_msg *m);
 
 void depot_get_stats(const struct depot *d, struct depot_stats *st);
+/* Handler `index` waits out the park delay: its connection waits for a
+ * next request that may never come.  The event returned occurs when a
+ * connection queues for want of an idle handler and this handler has held
+ * longest: it should park its connection and come back.  depot_hold_end()
+ * after the wait, however it ended. */
+pth_event_t depot_hold_begin(struct depot *d, unsigned index);
+void depot_hold_end(struct depot *d, unsigned index);
 /* Handler index of the calling handler thread, or -1. */
 int depot_handler_index(const struct depot *d);
 

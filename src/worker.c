@@ -287,7 +287,6 @@ void worker_main(const struct worker_setup *ws)
         .arg = NULL,
         .reclaim_idle = park_close_oldest,
         .idle_count = park_count,
-        .release_holder = conn_release_holder,
     };
     depot = depot_create(&dc);
     if (depot == NULL)
