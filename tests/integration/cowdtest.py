@@ -664,6 +664,7 @@ def run(argv):
     root = Root()
     servers = {}
     passed = failed = skipped = 0
+    failures = []           # repeated at the end: a log's tail is often all one sees
     started = time.time()
     try:
         for name, args, demo, needs, fn in selected:
@@ -692,10 +693,12 @@ def run(argv):
                 passed += 1
                 skipped += 1
             except TestFailure as e:
-                print("FAIL %s: %s" % (name, e))
+                failures.append("%s: %s" % (name, e))
+                print("FAIL " + failures[-1])
                 failed += 1
             except Exception as e:        # a socket error etc.: the test fails, the run goes on
-                print("FAIL %s: %s: %s%s" % (name, type(e).__name__, e, unexpected_detail(e, srv)))
+                failures.append("%s: %s: %s%s" % (name, type(e).__name__, e, unexpected_detail(e, srv)))
+                print("FAIL " + failures[-1])
                 failed += 1
             sys.stdout.flush()
             # a server that died is reported by the test that killed it, then replaced
@@ -707,6 +710,8 @@ def run(argv):
         for srv in servers.values():
             srv.kill()
         root.cleanup()
+    for f in failures:
+        print("# failed: " + f[:500])
     print("# %d skipped, %.1fs" % (skipped, time.time() - started))
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
