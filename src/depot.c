@@ -24,10 +24,9 @@ struct handler {
     void *ctx;
     int served_any;
     struct handler *idle_next;
-    /* on the holder list (depot_hold_begin), longest first */
+    /* on the holder list (depot_hold_begin), longest first, until released */
     struct handler *hold_prev, *hold_next;
-    int holding;
-    int released;                   /* asked back: port holds release_msg */
+    int released;                   /* asked back: off the list, port holds release_msg */
     pth_message_t release_msg;
 };
 
@@ -54,12 +53,9 @@ struct depot {
 
 static void hold_unlink(struct depot *d, struct handler *h)
 {
-    if (!h->holding)
-        return;
     if (h->hold_prev != NULL) h->hold_prev->hold_next = h->hold_next; else d->holders_head = h->hold_next;
     if (h->hold_next != NULL) h->hold_next->hold_prev = h->hold_prev; else d->holders_tail = h->hold_prev;
     h->hold_prev = h->hold_next = NULL;
-    h->holding = 0;
 }
 
 /* Without this a queued connection waited up to the whole park delay
@@ -81,18 +77,18 @@ pth_event_t depot_hold_begin(struct depot *d, unsigned index)
     h->hold_prev = d->holders_tail;
     if (d->holders_tail != NULL) d->holders_tail->hold_next = h; else d->holders_head = h;
     d->holders_tail = h;
-    h->holding = 1;
     return h->ev_port;
 }
 
 void depot_hold_end(struct depot *d, unsigned index)
 {
     struct handler *h = &d->handlers[index];
-    hold_unlink(d, h);
-    if (h->released) {              /* taken back, so the port waits for connections only */
-        (void)pth_msgport_get(h->port);
-        h->released = 0;
+    if (!h->released) {
+        hold_unlink(d, h);
+        return;
     }
+    (void)pth_msgport_get(h->port); /* taken back, so the port waits for connections only */
+    h->released = 0;
 }
 
 static void give(struct depot *d, struct handler *h, struct depot_msg *m)
