@@ -371,8 +371,11 @@ int config_parse(int argc, char **argv)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cfg.workers = n > 0 ? (unsigned)(n > 1024 ? 1024 : n) : 1;
     }
-    if (cfg.max_uri > cfg.max_header_size)
-        cfg.max_uri = cfg.max_header_size;
+    /* The line must be shorter than the head it sits in: a line as long as
+     * the head fills the buffer before it could exceed --max-uri, and would
+     * be answered 431 instead of 414 (or 501 for its method). */
+    if (cfg.max_uri >= cfg.max_header_size)
+        cfg.max_uri = cfg.max_header_size - 1;
     if (cfg.n_listen == 0)
         cfg.listen[cfg.n_listen++] = "127.0.0.1:8080";
     if (cfg.root == NULL)

@@ -141,7 +141,9 @@ void listing_send(struct conn *c, const struct http_request *req, int dir_fd, co
     unsigned long more = 0, seen = 0;
     int ok = 0;
 
-    int dfd = dup(dir_fd);
+    /* dir_fd may be open for search only (static_file.c): the listing
+     * reads the same directory through it, which needs read permission */
+    int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (dir == NULL) {
         if (dfd >= 0)

@@ -90,18 +90,41 @@ int static_file_init(const char *root)
     return 0;
 }
 
-/* Is fd (opened as rel under the root) really inside the root once every
- * symbolic link is resolved?  The portable, slower check. */
-static int resolved_inside_root(const char *rel)
+static int path_inside_root(const char *p)
 {
+    return strncmp(p, root_real, root_real_len) == 0 &&
+           (p[root_real_len] == '/' || p[root_real_len] == '\0');
+}
+
+/* Is fd (opened as rel under the root) really inside the root once every
+ * symbolic link is resolved?  The portable, slower check.  A symbolic link
+ * switched between the open and a second look at the name must not pass a
+ * file outside: on Linux the kernel names the file fd is (no lookup to
+ * race); elsewhere the name is resolved again and must lead to the very
+ * file opened, and lstat keeps a last component switched to a link after
+ * realpath from passing as well. */
+static int resolved_inside_root(const char *rel, int fd)
+{
+#ifdef HAVE_REOPEN_BY_FD
+    if (proc_fd_dir >= 0) {
+        char name[3 * sizeof(int) + 1], opened[PATH_MAX];
+        snprintf(name, sizeof name, "%d", fd);
+        ssize_t n = readlinkat(proc_fd_dir, name, opened, sizeof opened - 1);
+        if (n <= 0 || (size_t)n >= sizeof opened - 1)
+            return 0;
+        opened[n] = '\0';
+        return opened[0] == '/' && path_inside_root(opened);
+    }
+#endif
     char full[PATH_MAX * 2], resolved[PATH_MAX];
+    struct stat named, opened_st;
     int n = snprintf(full, sizeof full, "%s/%s", root_real, rel);
     if (n < 0 || (size_t)n >= sizeof full)
         return 0;
-    if (realpath(full, resolved) == NULL)
+    if (realpath(full, resolved) == NULL || !path_inside_root(resolved))
         return 0;
-    return strncmp(resolved, root_real, root_real_len) == 0 &&
-           (resolved[root_real_len] == '/' || resolved[root_real_len] == '\0');
+    return lstat(resolved, &named) == 0 && fstat(fd, &opened_st) == 0 &&
+           named.st_dev == opened_st.st_dev && named.st_ino == opened_st.st_ino;
 }
 
 /* Opens rel (no leading '/') beneath the root.  Unless symlinks may leave
@@ -118,8 +141,14 @@ static int open_beneath_once(const char *rel, int flags)
         memset(&how, 0, sizeof how);
         how.flags = (uint64_t)flags;
         how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-        fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
-        if (fd >= 0 || (errno != ENOSYS && errno != EXDEV && errno != EPERM))
+        /* EAGAIN: a ".." (from a symlink's target) was met while something
+         * was renamed anywhere on the system, so the kernel could not vouch
+         * for it; openat2(2) says to retry, and the fallback decides after */
+        int tries = 0;
+        do
+            fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
+        while (fd < 0 && errno == EAGAIN && ++tries < 4);
+        if (fd >= 0 || (errno != ENOSYS && errno != EXDEV && errno != EPERM && errno != EAGAIN))
             return fd;
         if (errno == ENOSYS)
             have_openat2 = 0;
@@ -128,7 +157,7 @@ static int open_beneath_once(const char *rel, int flags)
     fd = openat(root_fd, rel, flags);
     if (fd < 0 || cfg.symlinks_outside)
         return fd;
-    if (!resolved_inside_root(rel)) {
+    if (!resolved_inside_root(rel, fd)) {
         close(fd);
         errno = EXDEV;
         return -1;
@@ -181,11 +210,22 @@ static int open_and_stat(const char *rel, int flags, struct stat *st)
     return fd;
 }
 
+/* A directory is opened to look names up in it (its index file), which
+ * needs search permission only: a directory of mode 0711 serves its index
+ * as with nginx.  Reading it, for a listing, is asked for then. */
+#if defined(O_PATH)
+#define DIR_SEARCH_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+#elif defined(O_SEARCH)
+#define DIR_SEARCH_FLAGS (O_SEARCH | O_DIRECTORY | O_CLOEXEC)
+#else
+#define DIR_SEARCH_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+#endif
+
 /* Opens rel (beneath the root) for reading and fills *st, unless it is a
  * device, FIFO or socket: opening one can do something by itself (a
  * watchdog starts, a tape rewinds, a FIFO's blocked writer is let go), so
  * such a file is never opened; that is OPEN_SPECIAL.  Otherwise the
- * descriptor, or -1 with errno.
+ * descriptor (for a directory, one to search it), or -1 with errno.
  *
  * The type is taken from a descriptor opened O_PATH, and the file behind
  * that descriptor is what gets opened for reading, so a FIFO renamed over
@@ -198,8 +238,8 @@ static int open_served(const char *rel, struct stat *st)
 #ifdef HAVE_REOPEN_BY_FD
     if (proc_fd_dir >= 0) {
         int path_fd = open_and_stat(rel, O_PATH | O_CLOEXEC, st);
-        if (path_fd < 0)
-            return path_fd;
+        if (path_fd < 0 || S_ISDIR(st->st_mode))
+            return path_fd;     /* a directory is only searched: DIR_SEARCH_FLAGS */
         char name[3 * sizeof(int) + 1];
         snprintf(name, sizeof name, "%d", path_fd);
         int fd = openat(proc_fd_dir, name, read_flags);
@@ -213,8 +253,12 @@ static int open_served(const char *rel, struct stat *st)
 #endif
     /* a path that cannot be looked at here is left to the open, which
      * answers for it */
-    if (fstatat(root_fd, rel, st, 0) == 0 && is_special(st))
-        return OPEN_SPECIAL;
+    if (fstatat(root_fd, rel, st, 0) == 0) {
+        if (is_special(st))
+            return OPEN_SPECIAL;
+        if (S_ISDIR(st->st_mode))
+            return open_and_stat(rel, DIR_SEARCH_FLAGS, st);
+    }
     return open_and_stat(rel, read_flags, st);
 }
 

@@ -175,6 +175,36 @@ def _(srv):
     srv.assert_alive()
 
 
+def request_while(srv, target, step, seconds, most, stop=lambda r: False):
+    """Requests target again and again, for up to seconds and most requests
+    or until stop(response) is true, while a forked process calls step(i)
+    for i = 1, 2, ... as fast as it can.  Returns {status: count}."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            end = time.time() + seconds + 1
+            i = 1
+            while time.time() < end:
+                step(i)
+                i += 1
+        finally:
+            os._exit(0)
+    statuses = {}
+    try:
+        end = time.time() + seconds
+        n = 0
+        while time.time() < end and n < most:
+            r = srv.get(target)
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+            n += 1
+            if stop(r):
+                break
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    return statuses
+
+
 @test("path: a FIFO renamed over a file while it is being served is never opened",
       args=["--cache-entries", "0"])
 def _(srv):
@@ -188,32 +218,17 @@ def _(srv):
     os.mkfifo(fifo)
     os.link(os.path.join(d, "regular"), os.path.join(d, "target"))
     ifd = open_watch(fifo)
-    seconds, most = 2.0, 4000
-    swapper = os.fork()
-    if swapper == 0:
-        try:
-            end = time.time() + seconds + 1
-            i = 1                   # the target is the regular file now
-            while time.time() < end:
-                os.link(fifo if i & 1 else os.path.join(d, "regular"), os.path.join(d, "next"))
-                os.rename(os.path.join(d, "next"), os.path.join(d, "target"))
-                i += 1
-        finally:
-            os._exit(0)
-    statuses = {}
-    opened = 0
+    def swap(i):                # the target is the regular file at first
+        os.link(fifo if i & 1 else os.path.join(d, "regular"), os.path.join(d, "next"))
+        os.rename(os.path.join(d, "next"), os.path.join(d, "target"))
+    opened = [0]
+    def opened_yet(r):
+        opened[0] += opens_seen(ifd)
+        return opened[0] > 0
     try:
-        end = time.time() + seconds
-        n = 0
-        while time.time() < end and n < most and opened == 0:
-            r = srv.get("/swap/target")
-            statuses[r.status] = statuses.get(r.status, 0) + 1
-            n += 1
-            opened += opens_seen(ifd)
-        opened += opens_seen(ifd)
+        statuses = request_while(srv, "/swap/target", swap, 2.0, 4000, opened_yet)
+        opened = opened[0] + opens_seen(ifd)
     finally:
-        os.kill(swapper, 9)
-        os.waitpid(swapper, 0)
         os.close(ifd)
     eq(opened, 0, "bytes of inotify events for opens of the FIFO (statuses %r)" % statuses)
     check(statuses.get(200, 0) > 0 and statuses.get(403, 0) > 0,
@@ -231,6 +246,93 @@ def _(srv):
     r = srv.get("/sec/secret.txt")
     eq(r.status_line, "HTTP/1.1 403 Forbidden", "status")
     check(b"unreadable" not in r.body, "content of an unreadable file served")
+
+
+@test("path: a symbolic link switched while it is resolved never serves a file outside the root",
+      args=["--cache-entries", "0"])
+def _(srv):
+    # An absolute link (which openat2 refuses even when it leads inside, so
+    # the open falls back to openat and a realpath check) is switched
+    # between a file outside the root and one inside, as fast as a process
+    # can, while it is requested again and again.  Opened while it pointed
+    # out and checked once it pointed in, the outside file must not pass.
+    d = os.path.join(srv.root.path, "flip")
+    os.mkdir(d)
+    inside = os.path.join(os.path.realpath(srv.root.path), "hello.txt")
+    outside = os.path.join(srv.root.outside, "secret.txt")
+    os.symlink(inside, os.path.join(d, "target"))
+    def flip(i):
+        os.symlink(outside if i & 1 else inside, os.path.join(d, "next"))
+        os.rename(os.path.join(d, "next"), os.path.join(d, "target"))
+    leaked = [0]
+    def leak(r):
+        leaked[0] += SECRET in r.body
+        return leaked[0] > 0
+    statuses = request_while(srv, "/flip/target", flip, 3.0, 6000, leak)
+    leaked = leaked[0]
+    eq(leaked, 0, "responses with the outside file's content (statuses %r)" % statuses)
+    check(statuses.get(200, 0) > 0 and statuses.get(403, 0) > 0,
+          "both targets must have been met to test anything: %r" % statuses)
+    eq(sorted(statuses), [200, 403], "statuses")
+    srv.assert_alive()
+
+
+@test("path: a link whose target climbs with '..' is served while names are renamed elsewhere",
+      args=["--cache-entries", "0"])
+def _(srv):
+    # The kernel cannot vouch for a ".." met while anything on the system is
+    # renamed (openat2 says EAGAIN); that is no reason to refuse the file.
+    os.mkdir(os.path.join(srv.root.path, "climb"))
+    os.symlink("../hello.txt", os.path.join(srv.root.path, "climb", "up.txt"))
+    scratch = os.path.join(srv.root.tmp, "renames")
+    os.mkdir(scratch)
+    with open(os.path.join(scratch, "a"), "wb"):
+        pass
+    a, b = os.path.join(scratch, "a"), os.path.join(scratch, "b")
+    bodies = set()
+    def unexpected(r):
+        bodies.add(r.body)
+        return r.status != 200
+    statuses = request_while(srv, "/climb/up.txt",
+                             lambda i: os.rename(a, b) if i & 1 else os.rename(b, a),
+                             3.0, 6000, unexpected)
+    eq(sorted(statuses), [200], "statuses of %d requests" % sum(statuses.values()))
+    eq(bodies, {HELLO}, "bodies")
+    srv.assert_alive()
+
+
+def search_only_dir(srv, name, files):
+    """A directory of mode 0711 (names can be looked up in it, not listed);
+    skips the test when the server reads everything as root."""
+    for rel, data in files.items():
+        srv.root.write(name + "/" + rel, data)
+    os.chmod(os.path.join(srv.root.path, name), 0o711)
+    if os.geteuid() == 0 and all(u == 0 for u in srv.serving_uids()):
+        raise TestSkip("the server runs as root: a directory's mode does not stop it")
+
+
+@test("path: a search-only directory (mode 0711) serves its index and redirects to it")
+def _(srv):
+    search_only_dir(srv, "so", {"index.html": b"search-only index\n", "a.txt": b"a\n"})
+    r = srv.get("/so/")
+    eq(r.status_line, "HTTP/1.1 200 OK", "/so/")
+    eq(r.body, b"search-only index\n", "/so/ body")
+    r = srv.get("/so")
+    eq(r.status_line, "HTTP/1.1 301 Moved Permanently", "/so")
+    eq(r.get("Location"), "/so/", "Location")
+    eq(srv.get("/so/a.txt").body, b"a\n", "a file in it")
+    srv.assert_alive()
+
+
+@test("path: a search-only directory without an index is not listed (403)", args=["--listing"])
+def _(srv):
+    search_only_dir(srv, "sonoidx", {"b.txt": b"b\n"})
+    r = srv.get("/sonoidx/")
+    eq(r.status_line, "HTTP/1.1 403 Forbidden", "/sonoidx/")
+    check(b"b.txt" not in r.body, "names of a directory that cannot be read were listed")
+    eq(srv.get("/sonoidx/b.txt").body, b"b\n", "a file in it")
+    eq(srv.get("/noindex/").status, 200, "a readable directory is still listed")
+    srv.assert_alive()
 
 
 @test("path: trailing slash on a file is 404")
