@@ -5,10 +5,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,13 +53,17 @@ int accesslog_chown(uid_t uid, gid_t gid)
     return fchown(accesslog_fd, uid, gid);
 }
 
-static void write_all(const char *p, size_t n)
+static int al_piped = -1;          /* the log is a pipe or socket: -1 not looked yet */
+static int al_cut;                  /* a failed write left a line unfinished in the log */
+
+/* Writes n bytes, or as many as the log takes: the number written. */
+static size_t write_all(const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = write(accesslog_fd, p, n);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(accesslog_fd, p + done, n - done);
         if (w > 0) {
-            p += w;
-            n -= (size_t)w;
+            done += (size_t)w;
             continue;
         }
         if (w < 0 && errno == EINTR)
@@ -65,16 +71,55 @@ static void write_all(const char *p, size_t n)
         time_t now = time(NULL);
         if (now - al_errors_logged >= 60) {     /* disk full: say so, not per line */
             al_errors_logged = now;
-            log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost", al_path, n);
+            log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost", al_path, n - done);
         }
-        return;
+        break;
     }
+    return done;
 }
 
+/* The longest run of whole lines from p (n bytes) that fits in max bytes,
+ * or the first line alone if it is longer. */
+static size_t whole_lines(const char *p, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    for (size_t i = max; i > 0; i--)
+        if (p[i - 1] == '\n')
+            return i;
+    const char *nl = memchr(p + max, '\n', n - max);
+    return nl != NULL ? (size_t)(nl - p) + 1 : n;
+}
+
+/* A regular file opened O_APPEND takes each write whole, so the buffer goes
+ * in one write.  A pipe takes a write whole only up to PIPE_BUF bytes (a
+ * longer one may be split around another worker's when the pipe fills),
+ * and a socket promises nothing: there the lines go in writes of whole
+ * lines of at most PIPE_BUF bytes each, which keeps them whole on a pipe.
+ * A write that failed part-way (disk full, file size limit) may leave a
+ * line cut off: the next lines then start on a line of their own. */
 void accesslog_flush(void)
 {
-    if (al_len > 0 && accesslog_fd >= 0)
-        write_all(al_buf, al_len);
+    if (al_len == 0 || accesslog_fd < 0) {
+        al_len = 0;
+        return;
+    }
+    if (al_piped < 0) {
+        struct stat st;
+        al_piped = fstat(accesslog_fd, &st) == 0 && !S_ISREG(st.st_mode);
+    }
+    if (al_cut && write_all("\n", 1) == 1)
+        al_cut = 0;
+    size_t max = al_piped ? PIPE_BUF : al_len;
+    for (size_t off = 0; off < al_len;) {
+        size_t n = whole_lines(al_buf + off, al_len - off, max);
+        size_t w = write_all(al_buf + off, n);
+        if (w < n) {
+            al_cut = w > 0;
+            break;
+        }
+        off += n;
+    }
     al_len = 0;
 }
 
@@ -90,6 +135,8 @@ int accesslog_reopen(void)
     accesslog_flush();
     close(accesslog_fd);
     accesslog_fd = fd;
+    al_piped = -1;
+    al_cut = 0;
     return 0;
 }
 

@@ -5,7 +5,9 @@
  * buffer is nearly full, at least once a second (a Pth timer thread), on
  * reopen and at exit.  So all workers share one file without interleaving
  * and the per-request cost is formatting into memory (logging was the
- * dominant fixed cost in the OS/web-server interaction study). */
+ * dominant fixed cost in the OS/web-server interaction study).  A log that
+ * is a pipe gets writes of whole lines of at most PIPE_BUF bytes, which a
+ * pipe keeps whole too. */
 #ifndef COWD_ACCESSLOG_H
 #define COWD_ACCESSLOG_H
 

@@ -131,6 +131,10 @@ int main(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
+    /* a log at the file size limit (RLIMIT_FSIZE) fails its writes with
+     * EFBIG, which are logged and lost; the default action would kill the
+     * worker at its next flush, again and again */
+    signal(SIGXFSZ, SIG_IGN);
     raise_fd_limit();
 
     unsigned nsock = cfg.reuseport ? cfg.workers * cfg.n_listen : cfg.n_listen;

@@ -62,9 +62,10 @@ def settled_uid(pid, want, timeout=5):
         time.sleep(0.05)
 
 
-def start(root, args, **kw):
+def start(root, args, preexec=None, **kw):
     srv = Server(root, ["--error-log", tempfile.mktemp(prefix="cowd-err-", dir=root.tmp)] + args, **kw)
     srv.err_log = srv.args[1]
+    srv.preexec = preexec
     srv.start()
     return srv
 
@@ -515,6 +516,27 @@ COMMON_RE = re.compile(CLF + r"\n\Z")
 COMBINED_RE = re.compile(CLF + r" (?P<ref>" + QUOTED + r") (?P<ua>" + QUOTED + r")\n\Z")
 
 
+def fetch_from_threads(srv, n_threads, per, make_request):
+    """n_threads clients at once, each sending per requests, make_request(t,
+    i), on one kept-alive connection; every reply must be hello.txt's."""
+    errors = []
+
+    def client(t):
+        try:
+            with srv.conn() as c:
+                for i in range(per):
+                    c.send(make_request(t, i))
+                    eq(c.response().body, HELLO, "body")
+        except Exception as e:             # noqa: BLE001
+            errors.append(e)
+    ts = [threading.Thread(target=client, args=(t,)) for t in range(n_threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    eq(errors[:2], [], "client errors")
+
+
 def log_lines(path):
     with open(path, "rb") as f:
         data = f.read().decode("latin-1")
@@ -529,24 +551,10 @@ def _(shared):
     try:
         workers_of(srv, 4)
         n_threads, per = 8, 150
-        errors = []
-
-        def client(t):
-            try:
-                with srv.conn() as c:
-                    for i in range(per):
-                        ua = 'ua"%d\t\xe9\\%d' % (t, i)    # quote, tab, obs-text, backslash
-                        c.send(request("GET", "/hello.txt?t=%d&i=%d" % (t, i),
-                                       [("User-Agent", ua), ("Referer", "http://r/%d" % i)]))
-                        eq(c.response().body, HELLO, "body")
-            except Exception as e:             # noqa: BLE001
-                errors.append(e)
-        ts = [threading.Thread(target=client, args=(t,)) for t in range(n_threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(60)
-        eq(errors[:2], [], "client errors")
+        # quote, tab, obs-text, backslash in the User-Agent
+        fetch_from_threads(srv, n_threads, per, lambda t, i: request(
+            "GET", "/hello.txt?t=%d&i=%d" % (t, i),
+            [("User-Agent", 'ua"%d\t\xe9\\%d' % (t, i)), ("Referer", "http://r/%d" % i)]))
         srv.get("/nope", [("User-Agent", "a\x7fb")], common=False)     # 400 (DEL): logged too
         eq(stop(srv), 0, "master exit status")
         lines = log_lines(path)
@@ -570,6 +578,71 @@ def _(shared):
         eq(len(seen), n_threads * per, "distinct requests logged")
     finally:
         finish(srv)
+
+
+@test("workers: an access log at the file size limit loses lines, and no worker dies",
+      needs=["--access-log"])
+def _(shared):
+    # Before: the write past RLIMIT_FSIZE raised SIGXFSZ, which killed the
+    # worker at its next flush, and the restarted one again at its own.
+    path = os.path.join(shared.root.tmp, "access-fsize.log")
+    limit = 4096
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    srv = start(shared.root, ["--access-log", path], preexec=small_files)
+    try:
+        for _ in range(3):
+            for i in range(60):             # ~150 bytes a line: twice the limit
+                eq(srv.get("/hello.txt?i=%d" % i).body, HELLO, "body")
+            time.sleep(1.5)                 # flushed at least once a second
+        died = cowdtest.WORKER_DIED.search(error_log(srv))
+        check(died is None, "a worker died: %s" % (died and died.group(0)))
+        check("access log" in error_log(srv), "the lost lines are not reported: %r" % error_log(srv)[-500:])
+        eq(srv.get("/hello.txt").body, HELLO, "served after the log filled up")
+        check(os.path.getsize(path) <= limit, "log beyond the limit: %d" % os.path.getsize(path))
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+@test("workers: an access log that is a pipe gets whole lines from every worker",
+      needs=["--access-log"])
+def _(shared):
+    # A pipe takes a write whole only up to PIPE_BUF bytes.  Before, each
+    # worker wrote up to 64 KiB at once, and with the pipe full two workers'
+    # writes were split around each other, cutting lines.
+    fifo = os.path.join(shared.root.tmp, "access.fifo")
+    os.mkfifo(fifo)
+    got = []
+
+    def reader():                           # slow: the pipe stays full
+        with open(fifo, "rb") as f:
+            while True:
+                b = f.read(1024)
+                if not b:
+                    return
+                got.append(b)
+                time.sleep(0.005)
+    rt = threading.Thread(target=reader)
+    rt.start()
+    srv = start(shared.root, ["--workers", "2", "--access-log", fifo])
+    try:
+        workers_of(srv, 2)
+        n_threads, per = 6, 100
+        pad = "p" * 900                     # ~1.1 KB lines: a flush is many pipe buffers
+        fetch_from_threads(srv, n_threads, per, lambda t, i: request(
+            "GET", "/hello.txt?t=%d&i=%d&%s" % (t, i, pad)))
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+        rt.join(30)
+    data = b"".join(got).decode("latin-1")
+    check(data.endswith("\n"), "the log ends in a line cut off")
+    lines = [ln + "\n" for ln in data.split("\n")[:-1]]
+    bad = [ln for ln in lines if COMBINED_RE.match(ln) is None]
+    check(not bad, "%d of %d lines cut or mixed, e.g. %r" % (len(bad), len(lines), bad[:1]))
+    eq(len(lines), n_threads * per, "log lines")
 
 
 @test("workers: --log-format common", needs=["--access-log"])
