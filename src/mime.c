@@ -126,6 +126,8 @@ int mime_load(const char *path)
 
     size_t count = 0;
     unsigned lineno = 0;
+    int nginx = 0;                  /* seen "types {": entries end at ';', not at line ends */
+    char *pending = NULL;           /* nginx: the type of an entry not ended yet */
     char *line = blob, *next;
     for (; line != NULL && *line != '\0'; line = next) {
         lineno++;
@@ -135,17 +137,30 @@ int mime_load(const char *path)
         char *hash = strchr(line, '#');
         if (hash != NULL)
             *hash = '\0';
+        int ends_entry = strchr(line, ';') != NULL;
         char *save = NULL;
         char *type = strtok_r(line, " \t\r;", &save);
-        if (type == NULL || strchr(type, '/') == NULL)
+        if (type == NULL)
+            continue;
+        char *first_ext = NULL;
+        if (pending != NULL && strchr(type, '/') == NULL && strcmp(type, "}") != 0) {
+            /* nginx continues a long entry on the next line: "...document\n  docx;" */
+            first_ext = type;
+            type = pending;
+        } else if (strchr(type, '/') == NULL) {
+            if (strcmp(type, "types") == 0)
+                nginx = 1;
+            pending = NULL;
             continue;               /* not a type line: nginx's "types {", "}" */
-        if (!valid_type(type)) {
+        } else if (!valid_type(type)) {
             log_msg(LOG_WARN, "%s:%u: line skipped: its type is not type/subtype, each at most "
                     "127 letters, digits or !#$%%&'*+-.^_`|~", path, lineno);
+            pending = NULL;
             continue;
         }
-        char *ext;
-        while ((ext = strtok_r(NULL, " \t\r;", &save)) != NULL) {
+        pending = nginx && !ends_entry ? type : NULL;
+        char *ext = first_ext != NULL ? first_ext : strtok_r(NULL, " \t\r;", &save);
+        for (; ext != NULL; ext = strtok_r(NULL, " \t\r;", &save)) {
             size_t len = strlen(ext);
             if (len == 0 || len >= MIME_EXT_MAX)
                 continue;

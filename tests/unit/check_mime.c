@@ -97,6 +97,40 @@ START_TEST(only_well_formed_types_are_loaded)
 }
 END_TEST
 
+/* nginx's own mime.types continues a few long entries on the next line
+ * ("...presentation\n        pptx;").  Before, the parser went line by line
+ * and those extensions were lost without a word. */
+START_TEST(nginx_entries_continued_on_the_next_line)
+{
+    write_types("types {\n"
+                "    text/html                                        html htm shtml;\n"
+                "    application/vnd.openxmlformats-officedocument.presentationml.presentation\n"
+                "                                                     pptx;\n"
+                "    application/vnd.openxmlformats-officedocument.wordprocessingml.document\n"
+                "                                                     docx   docm\n"
+                "                                                     dotx;\n"
+                "    image/png                                        png;\n"
+                "    image/x-unended                                  unended\n"
+                "}\n");
+    ck_assert_str_eq(TYPE("/f.pptx"),
+                     "application/vnd.openxmlformats-officedocument.presentationml.presentation");
+    ck_assert_str_eq(TYPE("/f.docm"),
+                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    ck_assert_str_eq(TYPE("/f.dotx"),
+                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    ck_assert_str_eq(TYPE("/f.png"), "image/png");
+    ck_assert_str_eq(TYPE("/f.htm"), "text/html");
+    ck_assert_str_eq(TYPE("/f.unended"), "image/x-unended");
+    ck_assert_str_eq(TYPE("/f.}"), "application/octet-stream");
+    ck_assert_uint_eq(mime_count(), 9);
+    /* Apache's format has no ';': a type line without extensions stays alone */
+    write_types("application/x-none\nimage/gif gif\nnotatype gifx\n");
+    ck_assert_str_eq(TYPE("/f.gif"), "image/gif");
+    ck_assert_str_eq(TYPE("/f.gifx"), "application/octet-stream");
+    ck_assert_uint_eq(mime_count(), 1);
+}
+END_TEST
+
 /* Before: parsing stopped at the NUL, and every type after it was lost
  * without a word. */
 START_TEST(nul_byte_refuses_the_file)
@@ -129,6 +163,7 @@ int main(void)
     tcase_add_test(tc, only_well_formed_types_are_loaded);
     tcase_add_test(tc, missing_file_fails);
     tcase_add_test(tc, nul_byte_refuses_the_file);
+    tcase_add_test(tc, nginx_entries_continued_on_the_next_line);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
