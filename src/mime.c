@@ -143,11 +143,12 @@ int mime_load(const char *path)
         if (type == NULL)
             continue;
         char *first_ext = NULL;
-        if (pending != NULL && strchr(type, '/') == NULL && strcmp(type, "}") != 0) {
+        int is_type = strchr(type, '/') != NULL;
+        if (pending != NULL && !is_type && strcmp(type, "}") != 0) {
             /* nginx continues a long entry on the next line: "...document\n  docx;" */
             first_ext = type;
             type = pending;
-        } else if (strchr(type, '/') == NULL) {
+        } else if (!is_type) {
             if (strcmp(type, "types") == 0)
                 nginx = 1;
             pending = NULL;

@@ -43,6 +43,14 @@ static int root_fd = -1;
  * it a file opened O_PATH (which does nothing to the file) is opened again
  * for reading: the same file, whatever its name now points to. */
 static int proc_fd_dir = -1;
+
+/* fd's name in proc_fd_dir */
+#define FD_NAME_SIZE (3 * sizeof(int) + 1)
+static const char *fd_name(int fd, char name[FD_NAME_SIZE])
+{
+    snprintf(name, FD_NAME_SIZE, "%d", fd);
+    return name;
+}
 #endif
 static char root_real[PATH_MAX];
 static size_t root_real_len;
@@ -107,9 +115,8 @@ static int resolved_inside_root(const char *rel, int fd)
 {
 #ifdef HAVE_REOPEN_BY_FD
     if (proc_fd_dir >= 0) {
-        char name[3 * sizeof(int) + 1], opened[PATH_MAX];
-        snprintf(name, sizeof name, "%d", fd);
-        ssize_t n = readlinkat(proc_fd_dir, name, opened, sizeof opened - 1);
+        char name[FD_NAME_SIZE], opened[PATH_MAX];
+        ssize_t n = readlinkat(proc_fd_dir, fd_name(fd, name), opened, sizeof opened - 1);
         if (n <= 0 || (size_t)n >= sizeof opened - 1)
             return 0;
         opened[n] = '\0';
@@ -240,8 +247,8 @@ static int open_served(const char *rel, struct stat *st)
         int path_fd = open_and_stat(rel, O_PATH | O_CLOEXEC, st);
         if (path_fd < 0 || S_ISDIR(st->st_mode))
             return path_fd;     /* a directory is only searched: DIR_SEARCH_FLAGS */
-        char name[3 * sizeof(int) + 1];
-        snprintf(name, sizeof name, "%d", path_fd);
+        char name[FD_NAME_SIZE];
+        fd_name(path_fd, name);
         int fd = openat(proc_fd_dir, name, read_flags);
         if (shed_after_emfile(fd))
             fd = openat(proc_fd_dir, name, read_flags);

@@ -537,11 +537,17 @@ def fetch_from_threads(srv, n_threads, per, make_request):
     eq(errors[:2], [], "client errors")
 
 
-def log_lines(path):
-    with open(path, "rb") as f:
-        data = f.read().decode("latin-1")
+def split_lines(data):
+    """The lines of log bytes, each with its newline; the log must not end
+    in a line cut off."""
+    data = data.decode("latin-1")
     check(data == "" or data.endswith("\n"), "log does not end with a whole line")
     return [ln + "\n" for ln in data.split("\n")[:-1]]
+
+
+def log_lines(path):
+    with open(path, "rb") as f:
+        return split_lines(f.read())
 
 
 @test("workers: access log lines match the Combined grammar under load with 4 workers", needs=["--access-log"])
@@ -637,9 +643,7 @@ def _(shared):
     finally:
         finish(srv)
         rt.join(30)
-    data = b"".join(got).decode("latin-1")
-    check(data.endswith("\n"), "the log ends in a line cut off")
-    lines = [ln + "\n" for ln in data.split("\n")[:-1]]
+    lines = split_lines(b"".join(got))
     bad = [ln for ln in lines if COMBINED_RE.match(ln) is None]
     check(not bad, "%d of %d lines cut or mixed, e.g. %r" % (len(bad), len(lines), bad[:1]))
     eq(len(lines), n_threads * per, "log lines")
