@@ -1,6 +1,7 @@
 /* acceptor.c: the accept thread.  Takes a message from the depot's pool
  * before accepting, so that an exhausted pool stops accepting (back-pressure
- * into the kernel's listen queue) instead of piling up descriptors.
+ * into the kernel's listen queue) instead of piling up descriptors, and a
+ * slot of --max-connections just before each accept (never while asleep).
  *
  * Stopping (graceful shutdown): acceptor_stop() makes a private pipe
  * readable; every accept thread waits on its listen socket and that pipe,
@@ -208,6 +209,16 @@ struct acceptor *acceptor_new(int lfd, struct depot *d)
     return a;
 }
 
+/* Gives back a slot of --max-connections held for a client not accepted;
+ * 1 if that woke a thread waiting at the cap (and so yielded). */
+static int give_back_slot(struct depot *d, int *counted)
+{
+    if (!*counted)
+        return 0;
+    *counted = 0;
+    return depot_conn_closed(d);
+}
+
 void acceptor_run(struct acceptor *a)
 {
     unsigned long emfile_count = 0;
@@ -219,17 +230,32 @@ void acceptor_run(struct acceptor *a)
     int queued = -1;
 
     while (!stopping) {
-        struct depot_msg *m = depot_msg_take_new(d, lfd, ev_client);  /* waits at --max-connections */
-        int fd = -1, woke = 0;
+        struct depot_msg *m = depot_msg_take(d, 1);     /* waits while the pool is empty */
+        m->conn.requests = 0;
+        /* counted: this thread holds a slot of --max-connections for the
+         * client it is about to accept.  It is taken only once a client is
+         * known or likely to wait, and given back before sleeping: a slot
+         * held by a thread asleep on a quiet address would shut clients of
+         * the other addresses out. */
+        int fd = -1, woke = 0, counted = 0;
         while (!stopping) {
             if (queued == 0 && (queued = accept_queue_len(lfd)) == 0) {
-                /* empty: sleep until the next edge; nothing may yield between
-                 * the look and the wait's io_drained, or an edge could be lost */
+                /* giving the slot back may run a thread waiting for it:
+                 * then look again, since nothing may yield between the look
+                 * and the wait's io_drained, or an edge could be lost */
+                if (give_back_slot(d, &counted))
+                    continue;
                 io_drained(lfd, 0);
                 pth_wait(ev_listen);
                 woke = 1;
                 queued = -1;
                 continue;
+            }
+            if (!counted) {
+                depot_conn_reserve(d, lfd, ev_client);  /* waits at --max-connections */
+                counted = 1;
+                if (stopping)
+                    break;
             }
             fd = accept_nonblock(lfd, &m->conn.peer, &m->conn.peer_len);
             if (fd >= 0) {
@@ -238,6 +264,10 @@ void acceptor_run(struct acceptor *a)
             }
             queued = -1;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (give_back_slot(d, &counted)) {
+                    queued = 0;
+                    continue;
+                }
                 io_drained(lfd, 0);
                 if (woke)
                     n_empty++;      /* readable, but another process took it */
@@ -262,7 +292,7 @@ void acceptor_run(struct acceptor *a)
         }
         if (fd < 0) {
             depot_msg_return(d, m);
-            depot_conn_closed(d);
+            give_back_slot(d, &counted);
             break;
         }
         n_accepted++;

@@ -268,7 +268,7 @@ static int client_waiting(int lfd)
     return poll(&p, 1, 0) > 0;
 }
 
-struct depot_msg *depot_msg_take_new(struct depot *d, int lfd, pth_event_t ev_client)
+void depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client)
 {
     if (d->cfg.max_connections != 0 && d->open_conns >= d->cfg.max_connections) {
         pth_mutex_acquire(&d->cap_mutex, FALSE, NULL);
@@ -286,20 +286,18 @@ struct depot_msg *depot_msg_take_new(struct depot *d, int lfd, pth_event_t ev_cl
         }
         pth_mutex_release(&d->cap_mutex);
     }
-    struct depot_msg *m = depot_msg_take(d, 1);
-    m->conn.requests = 0;
     d->open_conns++;
-    return m;
 }
 
-void depot_conn_closed(struct depot *d)
+int depot_conn_closed(struct depot *d)
 {
     if (d->open_conns > 0)
         d->open_conns--;
-    if (d->cap_waiting) {
-        d->cap_waiting = 0;
-        pth_cond_notify(&d->cap_cond, TRUE);
-    }
+    if (!d->cap_waiting)
+        return 0;
+    d->cap_waiting = 0;
+    pth_cond_notify(&d->cap_cond, TRUE);
+    return 1;
 }
 
 void depot_conn_idle(struct depot *d)

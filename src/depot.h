@@ -70,13 +70,14 @@ struct depot *depot_create(const struct depot_config *dc);
  * and stops accepting) until a handler frees one, or returns NULL at once
  * if !wait.  For connections that are already open (e.g. unparked). */
 struct depot_msg *depot_msg_take(struct depot *d, int wait);
-/* The accept thread's take: also waits while max_connections are open, and
- * counts the connection about to be accepted as open.  At the cap, a client
+/* The accept thread counts the connection it is about to accept as open,
+ * waiting first while max_connections are open.  At the cap, a client
  * waiting on listening socket lfd (ev_client: its readability, may be NULL)
  * gets the slot of the connection idle longest. */
-struct depot_msg *depot_msg_take_new(struct depot *d, int lfd, pth_event_t ev_client);
-/* A client connection was closed (or never accepted after _take_new). */
-void depot_conn_closed(struct depot *d);
+void depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client);
+/* A client connection was closed (or a reservation given back unused).
+ * 1 if a thread waiting at the cap was woken: the caller has yielded. */
+int depot_conn_closed(struct depot *d);
 /* A connection became idle (parked): an accept waiting at the cap may now
  * make room by closing it. */
 void depot_conn_idle(struct depot *d);

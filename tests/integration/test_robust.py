@@ -6,8 +6,8 @@ import sys
 import threading
 import time
 
-from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, TestFailure, TestSkip, check, eq, open_fds,
-                      read_to_eof, request, settled_fds, tcp_sockets, test)
+from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, Server, TestFailure, TestSkip, check, eq,
+                      free_port, open_fds, read_to_eof, request, settled_fds, tcp_sockets, test)
 
 
 @test("robust: half-closed client still receives the full response")
@@ -708,3 +708,70 @@ def _(srv):
         for s in silent:
             s.close()
     srv.assert_alive()
+
+
+# Each accept thread used to count the connection it was about to accept
+# while it slept on its listening socket: with several --listen, an idle
+# address held a slot of --max-connections, so a cap below the number of
+# addresses shut an address out for good, and a larger one let fewer
+# connections in than it says.
+def two_listeners(srv, max_conns):
+    second = free_port()
+    two = Server(srv.root, ["--listen", "127.0.0.1:%d" % second, "--max-connections", str(max_conns),
+                            "--workers", "1", "--keepalive-timeout", "60"])
+    two.start()
+    return two, second
+
+
+@test("robust: with two --listen and --max-connections 1, each address serves its clients")
+def _(srv):
+    two, second = two_listeners(srv, 1)
+    try:
+        for rnd in range(3):
+            for port in (two.port, second):
+                t0 = time.time()
+                with Conn(port, timeout=5 * SLOW) as c:
+                    c.send(request("GET", "/hello.txt", ["Connection: close"]))
+                    eq(c.response().body, HELLO, "round %d, port %d" % (rnd, port))
+                took = time.time() - t0
+                check(took < 1.0 * SLOW, "round %d, port %d: served after %.1fs" % (rnd, port, took))
+        two.assert_alive()
+    finally:
+        two.kill()
+
+
+@test("robust: with two --listen, --max-connections 2 lets two keep-alive clients in on one address")
+def _(srv):
+    two, second = two_listeners(srv, 2)
+    try:
+        with Conn(two.port) as a, Conn(two.port) as b:
+            a.send(request("GET", "/hello.txt"))
+            eq(a.response().body, HELLO, "first client")
+            time.sleep(1.5)         # a is idle and parked: a cap reached would close it for b
+            t0 = time.time()
+            b.send(request("GET", "/hello.txt"))
+            eq(b.response().body, HELLO, "second client")
+            took = time.time() - t0
+            check(took < 1.0 * SLOW, "the second client was served after %.1fs" % took)
+            a.expect_open()
+            a.send(request("GET", "/hello.txt"))
+            eq(a.response().body, HELLO, "first client, second request")
+        # and the cap holds: a third client waits until one of them leaves
+        with Conn(second) as a, Conn(two.port) as b:
+            for c in (a, b):
+                c.send(request("GET", "/hello.txt"))
+                eq(c.response().body, HELLO, "client of the full pair")
+            third = socket.create_connection(("127.0.0.1", second), timeout=5)
+            try:
+                third.sendall(request("GET", "/hello.txt", ["Connection: close"]))
+                third.settimeout(0.5)
+                try:
+                    early = third.recv(100)
+                except socket.timeout:
+                    early = None
+                check(early is None, "a third client was served over --max-connections 2: %r" % early)
+            finally:
+                third.close()
+        two.assert_alive()
+    finally:
+        two.kill()
