@@ -65,6 +65,7 @@ static struct {
                                  * expiry it will wake for; else 0 */
 #ifdef PARK_EPOLL
     int epfd;
+    struct io_waiter waiter;    /* the park thread's wait on epfd */
 #else
     struct pollfd *pfds;
     struct polled { unsigned idx; uint32_t gen; } *polled;    /* which park each pfds[] entry is */
@@ -148,12 +149,7 @@ static void take_wakes(void)
 
 static void *park_main(void *arg)
 {
-    struct io_waiter w;
     (void)arg;
-    if (io_waiter_init(&w) < 0) {
-        log_errno(LOG_ERROR, "park: cannot create wait events");
-        return NULL;
-    }
     for (;;) {
         if (lot.n_parked == 0) {
             /* nothing to watch: sleep until park_connection() wakes us */
@@ -168,7 +164,7 @@ static void *park_main(void *arg)
          * sooner (a silent new one's --header-timeout, say, while only
          * longer keep-alive timeouts were parked) */
         lot.sleep_until = deadline.tv_sec;
-        (void)io_wait_or(&w, lot.epfd, &deadline, lot.ev_wake);
+        (void)io_wait_or(&lot.waiter, lot.epfd, &deadline, lot.ev_wake);
         lot.sleep_until = 0;
         take_wakes();
         int n = epoll_wait(lot.epfd, evs, 256, 0);
@@ -227,10 +223,20 @@ int park_init(struct depot *d, unsigned slots)
         return -1;
     }
     lot.ev_wake = pth_event(PTH_EVENT_MSG, lot.wake_port);
+    /* the park thread's events are made here, not in the thread: one that
+     * could not wait would leave every parked connection hanging */
+    if (lot.ev_wake == NULL) {
+        log_errno(LOG_ERROR, "park: cannot create its wake-up event");
+        return -1;
+    }
 #ifdef PARK_EPOLL
     lot.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (lot.epfd < 0) {
         log_errno(LOG_ERROR, "park: epoll_create1");
+        return -1;
+    }
+    if (io_waiter_init(&lot.waiter) < 0) {
+        log_errno(LOG_ERROR, "park: cannot create wait events");
         return -1;
     }
 #else
