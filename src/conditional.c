@@ -125,7 +125,7 @@ int cond_evaluate(const struct http_request *req, const struct cond_resource *re
         if (!etag_field_matches(req, &req->if_match, "if-match", req->repeated & HTTP_REPEATED_IF_MATCH,
                                 res, 0))
             return 412;
-    } else if (req->if_unmodified_since.p != NULL &&
+    } else if (req->if_unmodified_since.p != NULL && !res->no_mtime &&
                http_date_parse_at(req->if_unmodified_since.p, req->if_unmodified_since.len, res->now, &since) == 0 &&
                res->mtime > since) {
         return 412;
@@ -135,7 +135,7 @@ int cond_evaluate(const struct http_request *req, const struct cond_resource *re
         if (etag_field_matches(req, &req->if_none_match, "if-none-match",
                                req->repeated & HTTP_REPEATED_IF_NONE_MATCH, res, 1))
             return get_or_head ? 304 : 412;
-    } else if (get_or_head && req->if_modified_since.p != NULL &&
+    } else if (get_or_head && req->if_modified_since.p != NULL && !res->no_mtime &&
                http_date_parse_at(req->if_modified_since.p, req->if_modified_since.len, res->now, &since) == 0 &&
                res->mtime <= since && since <= res->now) {
         /* RFC semantics (not modified since = mtime <= date), as Apache and lighttpd do; nginx's

@@ -13,6 +13,8 @@ struct cond_resource {
     time_t mtime;                      /* Last-Modified, whole seconds, never after now */
     time_t now;                        /* the response's Date: the clock for If-Modified-Since and for
                                         * an RFC 850 date's two-digit year (RFC 9110 §5.6.7) */
+    int no_mtime;                      /* no Last-Modified (a listing): the date conditions are
+                                        * ignored (RFC 9110 §13.1.3-4) */
 };
 
 /* Order per RFC 9110 §13.2.2: If-Match (→412 if no strong match; "*" matches), else If-Unmodified-Since

@@ -380,13 +380,32 @@ static void send_multipart(struct conn *c, const struct http_request *req,
     buff_puts(&c->out, "--\r\n");
 }
 
+#ifdef COWD_LISTING
+/* A listing has no validators, but If-Match and If-None-Match still ask
+ * whether a current representation exists (RFC 9110 §13.1.1-2). */
+static void send_listing(struct conn *c, const struct http_request *req, int dir_fd, const char *path)
+{
+    const struct cond_resource res = { .etag = NULL, .no_mtime = 1 };
+    int cond = cond_evaluate(req, &res);
+    if (cond == 304) {
+        response_begin(c, req, 304);
+        response_end_headers(c);
+    } else if (cond == 412) {
+        response_error(c, req, 412, NULL, NULL);
+    } else {
+        listing_send(c, req, dir_fd, path);
+    }
+}
+#endif
+
 static void send_file(struct conn *c, const struct http_request *req, const struct file_view *f)
 {
     /* response_begin reads the clock anyway; only a request with a date to compare needs it
      * first (If-Modified-Since, and the year of an RFC 850 date in any of the three) */
     int has_date = req->if_modified_since.p != NULL || req->if_unmodified_since.p != NULL ||
                    req->if_range.p != NULL;
-    struct cond_resource res = { f->etag, f->etag_len, f->mtime, has_date ? date_cache_time() : 0 };
+    struct cond_resource res = { .etag = f->etag, .etag_len = f->etag_len, .mtime = f->mtime,
+                                 .now = has_date ? date_cache_time() : 0 };
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);
@@ -600,7 +619,7 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
 #ifdef COWD_LISTING
             if (cfg.listing && e == ENOENT) {
                 p[dir_len] = '\0';
-                listing_send(c, req, fd, p);
+                send_listing(c, req, fd, p);
                 close(fd);
                 return;
             }

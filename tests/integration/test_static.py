@@ -622,6 +622,31 @@ def _(srv):
     eq(h.get("Content-Length"), str(len(r.body)), "HEAD Content-Length")
 
 
+# A listing has no ETag and no Last-Modified, but it is a current
+# representation: If-Match and If-None-Match still apply (RFC 9110 §13.1.1-2),
+# the date conditions are ignored (§13.1.3-4).  They used to be ignored
+# altogether: 200 to If-Match: "x" and to If-None-Match: *.
+@test("dir: --listing answers If-Match and If-None-Match, and ignores the date conditions",
+      args=["--listing"])
+def _(srv):
+    cases = [
+        ("GET", ['If-Match: "x"'], 412), ("HEAD", ['If-Match: "x"'], 412),
+        ("GET", ["If-Match: *"], 200),
+        ("GET", ["If-None-Match: *"], 304), ("HEAD", ["If-None-Match: *"], 304),
+        ("GET", ['If-None-Match: "x", W/"y"'], 200),
+        ("GET", ["If-Modified-Since: Sun, 06 Nov 2050 08:49:37 GMT"], 200),
+        ("GET", ["If-Modified-Since: %s" % time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())], 200),
+        ("GET", ["If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT"], 200),
+    ]
+    for method, headers, want in cases:
+        r = srv.req(method, "/noindex/", headers)
+        eq(r.status, want, "%s with %s" % (method, headers))
+        if want == 304:
+            eq(r.body, b"", "304 body")
+            check(not r.has("Content-Length") or r.get("Content-Length") == "0", "304 Content-Length")
+    srv.assert_alive()
+
+
 @test("dir: --listing escapes the directory name in the title", args=["--listing"])
 def _(srv):
     srv.root.write("l<&>d/f.txt", b"f")

@@ -15,7 +15,7 @@
 #define NOW ((time_t)784111790)                    /* Sun, 06 Nov 1994 08:49:50 GMT */
 #define DATE_FUTURE "Sun, 06 Nov 1994 08:49:51 GMT"
 
-static const struct cond_resource RES = { ETAG, sizeof ETAG - 1, MTIME, NOW };
+static const struct cond_resource RES = { .etag = ETAG, .etag_len = sizeof ETAG - 1, .mtime = MTIME, .now = NOW };
 
 static struct http_slice S(const char *s) { return (struct http_slice){ s, s ? strlen(s) : 0 }; }
 
@@ -75,7 +75,7 @@ START_TEST(if_match)
     r.if_unmodified_since = S(DATE_BEFORE);
     ck_assert_int_eq(cond_evaluate(&r, &RES), 0);
     /* resource without an ETag: only "*" matches */
-    struct cond_resource no_tag = { NULL, 0, MTIME, NOW };
+    struct cond_resource no_tag = { .etag = NULL, .mtime = MTIME, .now = NOW };
     ck_assert_int_eq(cond_evaluate(&r, &no_tag), 412);
     r.if_match = S("*");
     ck_assert_int_eq(cond_evaluate(&r, &no_tag), 0);
@@ -125,7 +125,7 @@ START_TEST(if_none_match)
     r.method = HTTP_POST;
     ck_assert_int_eq(cond_evaluate(&r, &RES), 412);
     /* a weak resource ETag matches weakly */
-    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME, NOW };
+    struct cond_resource weak = { .etag = "W/" ETAG, .etag_len = sizeof ETAG + 1, .mtime = MTIME, .now = NOW };
     r.method = HTTP_GET;
     ck_assert_int_eq(cond_evaluate(&r, &weak), 304);
 }
@@ -196,7 +196,7 @@ START_TEST(if_range)
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
     r.if_range = S("W/" ETAG);
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
-    struct cond_resource weak = { "W/" ETAG, sizeof ETAG + 1, MTIME, NOW };
+    struct cond_resource weak = { .etag = "W/" ETAG, .etag_len = sizeof ETAG + 1, .mtime = MTIME, .now = NOW };
     ck_assert_int_eq(cond_if_range_ok(&r, &weak), 0);
     r.if_range = S(ETAG);
     ck_assert_int_eq(cond_if_range_ok(&r, &weak), 0);
@@ -208,7 +208,8 @@ START_TEST(if_range)
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
     /* a date on a Wednesday starts with 'W' but is no weak entity-tag
      * (once answered 200 to every such If-Range) */
-    static const struct cond_resource wednesday = { ETAG, sizeof ETAG - 1, 1795607080, 1795607080 };
+    static const struct cond_resource wednesday = { .etag = ETAG, .etag_len = sizeof ETAG - 1,
+                                                    .mtime = 1795607080, .now = 1795607080 };
     r.if_range = S("Wed, 25 Nov 2026 11:44:40 GMT");
     ck_assert_int_eq(cond_if_range_ok(&r, &wednesday), 1);
     r.if_range = S("garbage");
@@ -219,7 +220,7 @@ START_TEST(if_range)
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
     r.if_range = S("*");
     ck_assert_int_eq(cond_if_range_ok(&r, &RES), 0);
-    struct cond_resource no_tag = { NULL, 0, MTIME, NOW };
+    struct cond_resource no_tag = { .etag = NULL, .mtime = MTIME, .now = NOW };
     r.if_range = S(ETAG);
     ck_assert_int_eq(cond_if_range_ok(&r, &no_tag), 0);
 }
@@ -231,7 +232,7 @@ START_TEST(rfc850_year_from_the_clock)
 {
     const time_t now = 1795607080;                 /* Wed, 25 Nov 2026 11:44:40 GMT */
     const time_t y2070 = 3155760000;               /* Thu, 01 Jan 2070 00:00:00 GMT */
-    struct cond_resource res = { ETAG, sizeof ETAG - 1, now - 60, now };
+    struct cond_resource res = { .etag = ETAG, .etag_len = sizeof ETAG - 1, .mtime = now - 60, .now = now };
     struct http_request r = req_get();
     r.if_unmodified_since = S("Wednesday, 01-Jan-76 00:00:00 GMT");   /* 2076: 50 years ahead */
     ck_assert_int_eq(cond_evaluate(&r, &res), 0);
@@ -243,9 +244,9 @@ START_TEST(rfc850_year_from_the_clock)
     r = req_get();
     r.range = S("bytes=0-1");
     r.if_range = S("Thursday, 01-Jan-70 00:00:00 GMT");               /* 2070, not 1970 */
-    struct cond_resource at_2070 = { ETAG, sizeof ETAG - 1, y2070, now };
+    struct cond_resource at_2070 = { .etag = ETAG, .etag_len = sizeof ETAG - 1, .mtime = y2070, .now = now };
     ck_assert_int_eq(cond_if_range_ok(&r, &at_2070), 1);
-    struct cond_resource at_1970 = { ETAG, sizeof ETAG - 1, 0, now };
+    struct cond_resource at_1970 = { .etag = ETAG, .etag_len = sizeof ETAG - 1, .mtime = 0, .now = now };
     ck_assert_int_eq(cond_if_range_ok(&r, &at_1970), 0);
 }
 END_TEST
@@ -262,6 +263,35 @@ static struct http_request parsed(const char *head)
 
 /* An If-Match or If-None-Match on several lines is one list (RFC 9110 §5.3); repeated
  * dates are ignored, a repeated If-Range never matches (once only the first line counted). */
+/* A representation without validators (a directory listing): If-Match and
+ * If-None-Match ask only whether it exists; the date conditions are ignored
+ * (RFC 9110 §13.1.3-4), whatever the dates. */
+START_TEST(no_validators)
+{
+    static const struct cond_resource listing = { .etag = NULL, .now = NOW, .no_mtime = 1 };
+    struct http_request r = req_get();
+    r.if_match = S("\"x\"");
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 412);
+    r.if_match = S("*");
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 0);
+    r = req_get();
+    r.if_none_match = S("*");
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 304);
+    r.method = HTTP_HEAD;
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 304);
+    r.if_none_match = S("\"x\", W/\"y\"");
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 0);
+    r = req_get();
+    r.if_modified_since = S(DATE_FUTURE);
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 0);
+    r.if_modified_since = S(DATE_EQ);
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 0);
+    r = req_get();
+    r.if_unmodified_since = S("Thu, 01 Jan 1970 00:00:00 GMT");
+    ck_assert_int_eq(cond_evaluate(&r, &listing), 0);
+}
+END_TEST
+
 START_TEST(repeated_lines)
 {
     struct http_request r = parsed("GET / HTTP/1.1\r\nHost: h\r\nIf-Match: \"x\"\r\nIf-Match: " ETAG "\r\n\r\n");
@@ -299,6 +329,7 @@ static Suite *suite(void)
     tcase_add_test(tc, precedence);
     tcase_add_test(tc, if_range);
     tcase_add_test(tc, rfc850_year_from_the_clock);
+    tcase_add_test(tc, no_validators);
     tcase_add_test(tc, repeated_lines);
     suite_add_tcase(s, tc);
     return s;
