@@ -77,6 +77,29 @@ enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR, READ_PARK };
 
 /* Reads more request bytes into the input buffer.  Pending output is flushed
  * only if the read would block: pipelined responses leave together. */
+/* RFC 9112 §2.2: empty lines before a request-line are ignored, and some
+ * clients send one after a request.  Dropped while a keep-alive connection
+ * waits for its next request, they leave it idle (--keepalive-timeout,
+ * parkable, a quiet close) instead of beginning a head that never comes.
+ * Past EMPTY_LINES_MAX bytes in one wait they are bytes like any other: the
+ * head has begun, and the parser skips them within --max-header-size.
+ * 1 if the buffer held only empty lines, now dropped. */
+#define EMPTY_LINES_MAX 64
+static int drop_empty_lines(struct conn *c, size_t *dropped)
+{
+    size_t i = c->in_start;
+    while (i < c->in_end) {
+        size_t line = c->in[i] == '\n' ? 1
+                    : c->in[i] == '\r' && i + 1 < c->in_end && c->in[i + 1] == '\n' ? 2 : 0;
+        if (line == 0 || *dropped + (i - c->in_start) + line > EMPTY_LINES_MAX)
+            return 0;
+        i += line;
+    }
+    *dropped += i - c->in_start;
+    c->in_start = c->in_end;
+    return 1;
+}
+
 static enum read_result read_more(struct conn *c, const struct timeval *deadline,
                                   const struct timeval *wait_start, int may_park)
 {
@@ -387,7 +410,9 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         /* An idle keep-alive connection may wait keepalive_timeout for its
          * next request; once a byte arrives the head must be complete
          * within header_timeout (total, not per read: slowloris). */
-        int started = c->in_end > c->in_start;
+        size_t empty_dropped = 0;
+        int started = c->in_end > c->in_start &&
+                      !(c->requests > 0 && drop_empty_lines(c, &empty_dropped));
         if (conn_stopping && c->requests > 0 && !started) {
             /* graceful stop: no waiting for another request.  One may be
              * pipelined in the socket, unread: end as when we close on our
@@ -431,6 +456,8 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             int at_handover = first_read && !c->read_waited;
             first_read = 0;
             if (rr == READ_OK) {
+                if (!started && c->requests > 0 && drop_empty_lines(c, &empty_dropped))
+                    continue;
                 if (!started) {
                     started = 1;
                     /* Bytes found at hand-over were there when the

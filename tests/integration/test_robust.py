@@ -373,6 +373,45 @@ def _(srv):
         check(time.time() - t0 > 0.5, "closed too early")
 
 
+# RFC 9112 §2.2: empty lines before a request-line are ignored, and some
+# clients send a CRLF after a request.  Such a line used to count as the start
+# of the next head: the idle connection got --header-timeout and a 408 instead
+# of --keepalive-timeout and a quiet close, and could not be parked.
+@test("robust: an empty line after a request leaves the keep-alive connection idle",
+      args=["--keepalive-timeout", "8", "--header-timeout", "1"])
+def _(srv):
+    for split in (False, True):
+        with srv.conn() as c:
+            head = b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n"
+            if split:
+                c.send(head)
+                eq(c.response().body, HELLO, "request before the empty line")
+                c.send(b"\r\n")
+            else:
+                c.send(head + b"\r\n")
+                eq(c.response().body, HELLO, "request followed by an empty line")
+            c.expect_open(wait=2.5)     # past --header-timeout, within --keepalive-timeout
+            c.send(b"\n\r\n" + request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "next request after empty lines (split=%s)" % split)
+    srv.assert_alive()
+
+
+@test("robust: an idle connection with a stray empty line is parked for the next client",
+      args=["--threads", "1", "--keepalive-timeout", "30", "--header-timeout", "20"])
+def _(srv):
+    with srv.conn() as idle:
+        idle.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n\r\n")
+        eq(idle.response().body, HELLO, "first client")
+        time.sleep(0.2)
+        t0 = time.time()
+        eq(srv.get("/hello.txt").body, HELLO, "second client")
+        took = time.time() - t0
+        check(took < 1.0 * SLOW, "the only handler was held by an idle connection for %.1fs" % took)
+        idle.expect_open()
+        idle.send(request("GET", "/hello.txt"))
+        eq(idle.response().body, HELLO, "first client's next request")
+
+
 @test("robust: with every handler busy, a keep-alive connection's next request is served",
       args=["--threads", "1"])
 def _(srv):
