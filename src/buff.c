@@ -113,11 +113,10 @@ int buff_flush(struct buff *b)
     return flush_pending(b, 0);
 }
 
-int buff_flush_interim(struct buff *b)
+int buff_flush_now(struct buff *b)
 {
     if (b->failed)
         return -1;
-    /* not "more": the client waits for this before it sends anything else */
     int closing = b->closing;
     b->closing = 0;
     int rc = flush_pending(b, 0);

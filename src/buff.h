@@ -42,8 +42,10 @@ int buff_puts(struct buff *b, const char *s);
 int buff_put_u64(struct buff *b, uint64_t v);
 int buff_flush(struct buff *b);
 /* Sends what is pending at once, even on a connection that is closing (whose
- * sends otherwise wait for the rest with MSG_MORE): an interim response. */
-int buff_flush_interim(struct buff *b);
+ * sends otherwise wait for the rest with MSG_MORE): before waiting for bytes
+ * the client may send only once it has these (an interim response, replies
+ * to pipelined requests while a body is read). */
+int buff_flush_now(struct buff *b);
 /* Flush the pending bytes hinting that more follows, then send file bytes. */
 int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len);
 

@@ -200,7 +200,7 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
             return -1;
         io_drained(c->fd, 0);
         io_ack_now(c->fd);          /* the body's rest may wait for it: see io.h */
-        if (buff_flush(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
+        if (buff_flush_now(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
             return -1;
     }
 }
@@ -345,7 +345,7 @@ static void handle_request(struct conn *c, struct http_request *req)
             return;
         }
         buff_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-        buff_flush_interim(&c->out);
+        buff_flush_now(&c->out);
     }
     st = conn_discard_body(c, req);
     timerclear(&c->waiter.guard_since);     /* the request is in: sends have their own rule */

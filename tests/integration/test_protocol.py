@@ -1,9 +1,11 @@
 """Persistent connections, pipelining, common response headers, OPTIONS."""
 
+import select
 import socket
 import struct
+import time
 
-from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, TestSkip, check, eq, request, test)
+from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, SLOW, TestSkip, check, eq, request, test)
 
 
 @test("keepalive: HTTP/1.1 keeps the connection by default")
@@ -294,3 +296,25 @@ def _(srv):
         eq(r.body, NUMBERED[2], "second")
         eq(r.get("Connection"), "close", "Connection")
         c.expect_closed()
+
+
+# While a request's body was awaited, the replies to the requests before it
+# were sent with MSG_MORE when that request closes the connection (its
+# replies leave with the FIN): the kernel held them ~200 ms, and a client
+# that waits for them before it sends the body waited too.
+@test("pipelining: replies before a closing request whose body is still coming leave at once")
+def _(srv):
+    for close_how in (["Connection: close"], []):
+        version = "HTTP/1.1" if close_how else "HTTP/1.0"
+        with srv.conn() as c:
+            c.send(request("GET", "/n1.txt") +
+                   request("GET", "/n2.txt", close_how + ["Content-Length: 10"], version=version))
+            t0 = time.time()
+            ready, _, _ = select.select([c.sock], [], [], 2)
+            took = time.time() - t0
+            check(ready and took < 0.15 * SLOW,
+                  "the first reply waited %.3fs for the second request's body (%s)" % (took, version))
+            eq(c.response().body, NUMBERED[1], "first")
+            c.send(b"0123456789")
+            eq(c.response().body, NUMBERED[2], "second, after its body")
+            c.expect_closed()
