@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,25 @@ static int lookup_group(const char *name, gid_t *gid)
     if (gr == NULL)
         return -1;
     *gid = gr->gr_gid;
+    return 0;
+}
+
+/* The user's groups as initgroups(3) would set them, read now: after
+ * --chroot the group database is out of reach. */
+static int lookup_supplementary(struct privileges *p)
+{
+    long max = sysconf(_SC_NGROUPS_MAX);
+    int cap = max > 0 && max < 65536 ? (int)max + 1 : 65537;
+    p->groups = malloc((size_t)cap * sizeof *p->groups);
+    if (p->groups == NULL) {
+        log_errno(LOG_ERROR, "--user %s: no memory for its group list", p->user);
+        return -1;
+    }
+    p->n_groups = cap;
+    if (getgrouplist(p->user, p->gid, p->groups, &p->n_groups) < 0) {
+        log_msg(LOG_ERROR, "--user %s: in more groups than the system allows (%d)", p->user, cap - 1);
+        return -1;
+    }
     return 0;
 }
 
@@ -80,9 +100,11 @@ int privileges_resolve(struct privileges *p)
     if (p->uid == 0 && cfg.user != NULL) {
         log_msg(LOG_WARN, "workers keep running as root (--user %s)", cfg.user);
         p->drop = cfg.group != NULL;    /* --user root --group G: only the group changes */
-        return 0;
+        return p->drop ? lookup_supplementary(p) : 0;
     }
     p->drop = 1;
+    if (lookup_supplementary(p) < 0)
+        return -1;
     if (cfg.user == NULL)
         log_msg(LOG_INFO, "started as root without --user: workers run as %s:%s",
                 p->user, p->group);
@@ -108,8 +130,8 @@ int privileges_drop(const struct privileges *p)
 {
     if (!p->drop)
         return 0;
-    if (setgroups(1, &p->gid) < 0) {
-        log_errno(LOG_ERROR, "setgroups(%s)", p->group);
+    if (setgroups((size_t)p->n_groups, p->groups) < 0) {
+        log_errno(LOG_ERROR, "setgroups(%s's %d groups)", p->user, p->n_groups);
         return -1;
     }
     if (setgid(p->gid) < 0) {

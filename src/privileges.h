@@ -11,6 +11,9 @@ struct privileges {
     uid_t uid;
     gid_t gid;
     char user[64], group[64];
+    gid_t *groups;              /* supplementary groups: user's in the group
+                                 * database, with gid (as initgroups) */
+    int n_groups;
     const char *chroot_dir;     /* NULL: none */
 };
 

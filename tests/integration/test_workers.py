@@ -6,6 +6,8 @@ so the shared server the runner passes in is used only for its document root.
 Run alone: COWD=build/src/cowd COWD_SRCDIR=. tests/integration/run workers:
 """
 
+import ctypes
+import grp
 import os
 import re
 import resource
@@ -762,6 +764,11 @@ def need_root():
         raise TestSkip("needs root")
 
 
+def pwd_uid(name):
+    import pwd
+    return pwd.getpwnam(name).pw_uid
+
+
 def readable_root(root):
     """nobody must be able to read the test tree."""
     p = root.path
@@ -802,6 +809,55 @@ def _(shared):
         eq(stop(srv), 0, "master exit status")
         eq(len(re.findall(r"without --user: workers run as nobody", error_log(srv))), 1,
            "times the error log says so")
+    finally:
+        finish(srv)
+
+
+def private_etc_group(path):
+    """preexec_fn: the child sees the file at `path` as /etc/group (a private
+    mount namespace; nothing outside the child changes)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 4096, 16384, 1 << 18
+
+    def preexec():
+        if (libc.unshare(CLONE_NEWNS) != 0 or
+                libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 or
+                libc.mount(path.encode(), b"/etc/group", None, MS_BIND, None) != 0):
+            os._exit(111)
+    return preexec
+
+
+# The workers got only their primary group (setgroups(1, ...)): a file
+# readable through one of the --user's supplementary groups was 403, where
+# nginx and Apache (initgroups) serve it.
+@test("workers: --user keeps the user's supplementary groups, as initgroups does")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    gid = next(g for g in range(4243, 60000) if g not in {e.gr_gid for e in grp.getgrall()})
+    group_file = os.path.join(shared.root.tmp, "group-with-supplementary")
+    with open("/etc/group") as f, open(group_file, "w") as out:
+        out.write(f.read().rstrip("\n") + "\ncowdsupp:x:%d:nobody\n" % gid)
+    os.chmod(group_file, 0o644)
+    preexec = private_etc_group(group_file)
+    probe = subprocess.run(["cat", "/etc/group"], preexec_fn=preexec, capture_output=True)
+    if probe.returncode != 0 or b"cowdsupp" not in probe.stdout:
+        raise TestSkip("cannot bind-mount a private /etc/group here")
+    shared.root.write("suppl/group-only.txt", b"for the group\n")
+    path = os.path.join(shared.root.path, "suppl/group-only.txt")
+    os.chown(path, 0, gid)
+    os.chmod(path, 0o640)
+    srv = start(shared.root, ["--workers", "1", "--user", "nobody"], preexec=preexec)
+    try:
+        pid = workers_of(srv, 1)[0]
+        settled_uid(pid, [pwd_uid("nobody")] * 4)
+        with open("/proc/%d/status" % pid) as f:
+            groups = next(l for l in f if l.startswith("Groups:")).split()[1:]
+        check(str(gid) in groups, "the worker's groups %s lack nobody's supplementary group %d" % (groups, gid))
+        r = srv.get("/suppl/group-only.txt")
+        eq(r.status, 200, "a file readable by a supplementary group of --user")
+        eq(r.body, b"for the group\n", "body")
+        eq(stop(srv), 0, "master exit status")
     finally:
         finish(srv)
 
