@@ -69,6 +69,7 @@ static void master_signal_set(sigset_t *set)
     sigaddset(set, SIGCHLD);
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGINT);
+    sigaddset(set, SIGQUIT);        /* nginx's graceful stop: by default a core dump */
     sigaddset(set, SIGHUP);
     sigaddset(set, SIGUSR1);
     sigaddset(set, SIGUSR2);        /* by default fatal: ignored, with a word */
@@ -434,9 +435,10 @@ int master_run(const struct master_setup *ms)
             break;              /* reaped at the top of the loop */
         case SIGTERM:
         case SIGINT:
+        case SIGQUIT:
             if (!stopping) {
                 log_msg(LOG_INFO, "%s: stopping gracefully (%u workers)",
-                        sig == SIGTERM ? "SIGTERM" : "SIGINT", alive());
+                        sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT", alive());
                 stopping = 1;
                 kill_at = now_s() + cfg.shutdown_timeout + 5;
                 signal_all(SIGTERM);

@@ -146,7 +146,7 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-static const int worker_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
+static const int worker_signals[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
 
 /* Before pth_init: handlers on, and the signals unblocked for every thread. */
 static int signals_setup(void)
@@ -200,6 +200,7 @@ static void *signal_main(void *arg)
                 switch (sigs[i]) {
                 case SIGTERM: stop("SIGTERM"); break;
                 case SIGINT: stop("SIGINT"); break;
+                case SIGQUIT: stop("SIGQUIT"); break;
                 case SIGUSR1: reopen_logs(); break;
                 case SIGUSR2: log_msg(LOG_WARN, "SIGUSR2: ignored"); break;
                 default: break;         /* SIGHUP: the master restarts the workers */

@@ -85,10 +85,15 @@ def stop(srv, timeout=15):
     if srv.proc is None:
         return None
     srv.proc.send_signal(signal.SIGTERM)
+    return stop_wait(srv, timeout)
+
+
+def stop_wait(srv, timeout=15):
+    """The master's exit status, once it has exited."""
     try:
         return srv.proc.wait(timeout)
     except subprocess.TimeoutExpired:
-        raise TestFailure("master did not exit within %ss of SIGTERM; log: %s"
+        raise TestFailure("master did not exit within %ss of its stop signal; log: %s"
                           % (timeout, error_log(srv)[-1500:]))
 
 
@@ -483,6 +488,23 @@ def _(shared):
 @test("workers: SIGHUP with a request pipelined behind a transfer: the transfer completes")
 def _(shared):
     pipelined_stop(shared, signal.SIGHUP)
+
+
+# SIGQUIT's default action killed the master at once (core, no log line),
+# leaving its pid file behind; nginx takes it for a graceful stop.
+@test("workers: SIGQUIT stops master and workers gracefully and removes the pid file")
+def _(shared):
+    pid_file = tempfile.mktemp(prefix="cowd-pid-", dir=shared.root.tmp)
+    srv = start(shared.root, ["--workers", "2", "--pid-file", pid_file])
+    try:
+        workers_of(srv, 2)
+        wait_for(lambda: os.path.exists(pid_file), 5, "the pid file")
+        srv.proc.send_signal(signal.SIGQUIT)
+        eq(stop_wait(srv), 0, "master exit status after SIGQUIT")
+        check(not os.path.exists(pid_file), "the pid file is left behind")
+        check("SIGQUIT: stopping gracefully" in error_log(srv), "the error log does not say why it stopped")
+    finally:
+        finish(srv)
 
 
 @test("workers: after SIGTERM a request on a kept-alive connection gets Connection: close")
