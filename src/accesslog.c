@@ -50,7 +50,7 @@ int accesslog_chown(uid_t uid, gid_t gid)
 {
     if (accesslog_fd < 0)
         return 0;
-    return fchown(accesslog_fd, uid, gid);
+    return log_file_give(accesslog_fd, uid, gid);
 }
 
 static int al_piped = -1;          /* the log is a pipe or socket: -1 not looked yet */

@@ -7,10 +7,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static int log_fd = 2;
+static int log_opened;              /* log_fd is a file we opened, not stderr */
 static enum log_level log_max = LOG_INFO;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -20,10 +22,26 @@ int log_open(const char *path)
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0)
         return -1;
-    if (log_fd > 2)
+    if (log_opened)
         close(log_fd);
     log_fd = fd;
+    log_opened = 1;
     return 0;
+}
+
+int log_file_give(int fd, uid_t uid, gid_t gid)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    return fchown(fd, uid, gid);
+}
+
+int log_give(uid_t uid, gid_t gid)
+{
+    return log_opened ? log_file_give(log_fd, uid, gid) : 0;
 }
 
 void log_set_level(enum log_level level)

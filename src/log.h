@@ -2,11 +2,20 @@
 #ifndef COWD_LOG_H
 #define COWD_LOG_H
 
+#include <sys/types.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 /* Set where messages go (default stderr) and the most verbose level shown. */
 int  log_open(const char *path);
 void log_set_level(enum log_level level);
+
+/* Gives the log open on fd to the workers' user (uid, gid) so that they can
+ * reopen it by path, if it is a regular file: a terminal, pipe or device
+ * named as a log stays whose it is.  0, or -1 with errno. */
+int log_file_give(int fd, uid_t uid, gid_t gid);
+/* The same for the error log, if log_open() opened one. */
+int log_give(uid_t uid, gid_t gid);
 
 /* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
  * on entry), like err(3).  Both write one whole line with one write(2). */

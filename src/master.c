@@ -309,7 +309,7 @@ static void reopen_logs(void)
     if (cfg.error_log != NULL) {
         if (log_open(cfg.error_log) < 0)
             log_errno(LOG_ERROR, "cannot reopen error log %s", cfg.error_log);
-        else if (p->drop && chown(cfg.error_log, p->uid, p->gid) < 0)
+        else if (p->drop && log_give(p->uid, p->gid) < 0)
             log_errno(LOG_ERROR, "cannot give error log %s to %s:%s", cfg.error_log, p->user, p->group);
     }
     if (accesslog_reopen() == 0 && p->drop && accesslog_chown(p->uid, p->gid) < 0)

@@ -884,6 +884,49 @@ def _(shared):
         finish(srv)
 
 
+# Started as root, cowd gave its logs to --user by path: chown followed
+# /dev/stderr to the terminal or pipe behind it (a terminal stayed owned by
+# nobody after cowd exited).  Only regular files are given now.
+@test("workers: started as root, only log files that are regular files are given to --user")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    port = cowdtest.free_port()
+    access_file = tempfile.mktemp(prefix="cowd-access-", dir=shared.root.tmp)
+    for access_log in ("/dev/stdout", access_file):
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
+                              "--workers", "1", "--user", "nobody", "--error-log", "/dev/stderr",
+                              "--access-log", access_log], stdout=out_w, stderr=err_w)
+        os.close(out_w)
+        os.close(err_w)
+        try:
+            def serving():
+                if p.poll() is not None:
+                    raise TestFailure("exited %d" % p.returncode)
+                try:
+                    return get_one(port, "/hello.txt", timeout=1)
+                except OSError:
+                    return None
+            eq(wait_for(serving, 10 * cowdtest.SLOW, "serving").body, HELLO, "served")
+            eq(os.fstat(err_r).st_uid, 0, "owner of the pipe behind --error-log /dev/stderr")
+            if access_log == "/dev/stdout":
+                eq(os.fstat(out_r).st_uid, 0, "owner of the pipe behind --access-log /dev/stdout")
+            else:
+                eq(os.stat(access_file).st_uid, pwd_uid("nobody"), "owner of the access log file")
+            p.send_signal(signal.SIGTERM)
+            eq(p.wait(15), 0, "master exit status")
+        finally:
+            if p.poll() is None:
+                for k in children(p.pid):
+                    os.kill(k, signal.SIGKILL)
+                p.kill()
+                p.wait()
+            os.close(out_r)
+            os.close(err_r)
+
+
 @test("workers: --user root keeps root")
 def _(shared):
     need_root()
