@@ -109,6 +109,28 @@ def finish(srv):
                 pass
 
 
+def first_get(p, port):
+    """GET /hello.txt from the server process p once it listens on port."""
+    def serving():
+        if p.poll() is not None:
+            err = p.stderr.read()[-300:] if p.stderr is not None else b""
+            raise TestFailure("exited %d: %r" % (p.returncode, err))
+        try:
+            return get_one(port, "/hello.txt", timeout=1)
+        except OSError:
+            return None
+    return wait_for(serving, 10 * cowdtest.SLOW, "serving")
+
+
+def kill_all(p):
+    """After a test that started cowd itself: kill what is left, workers first."""
+    if p.poll() is None:
+        for k in children(p.pid):
+            os.kill(k, signal.SIGKILL)
+        p.kill()
+        p.wait()
+
+
 def get_one(port, target, headers=None, timeout=5):
     with cowdtest.Conn(port, timeout) as c:
         c.send(request("GET", target, headers))
@@ -327,22 +349,11 @@ def _(shared):
                           "127.0.0.1:%d" % port, "--root", shared.root.path, "--reuseport",
                           "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        def serving():
-            if p.poll() is not None:
-                raise TestFailure("exited %d: %r" % (p.returncode, p.stderr.read()[-300:]))
-            try:
-                return get_one(port, "/hello.txt", timeout=1)
-            except OSError:
-                return None
-        eq(wait_for(serving, 10 * cowdtest.SLOW, "serving").body, HELLO, "served")
+        eq(first_get(p, port).body, HELLO, "served")
         p.send_signal(signal.SIGTERM)
         eq(p.wait(15), 0, "master exit status")
     finally:
-        if p.poll() is None:
-            for k in children(p.pid):
-                os.kill(k, signal.SIGKILL)
-            p.kill()
-            p.wait()
+        kill_all(p)
 
 
 @test("workers: --reuseport with port 0: every worker on the one port the log names")
@@ -370,11 +381,7 @@ def _(shared):
         eq(len(counts), 2, "exit lines of the 2 workers")
         check(min(counts) > 0, "connections per worker: %r" % counts)
     finally:
-        if p.poll() is None:
-            for k in children(p.pid):
-                os.kill(k, signal.SIGKILL)
-            p.kill()
-            p.wait()
+        kill_all(p)
 
 
 # ---------------------------------------------------------------------------
@@ -902,14 +909,7 @@ def _(shared):
         os.close(out_w)
         os.close(err_w)
         try:
-            def serving():
-                if p.poll() is not None:
-                    raise TestFailure("exited %d" % p.returncode)
-                try:
-                    return get_one(port, "/hello.txt", timeout=1)
-                except OSError:
-                    return None
-            eq(wait_for(serving, 10 * cowdtest.SLOW, "serving").body, HELLO, "served")
+            eq(first_get(p, port).body, HELLO, "served")
             eq(os.fstat(err_r).st_uid, 0, "owner of the pipe behind --error-log /dev/stderr")
             if access_log == "/dev/stdout":
                 eq(os.fstat(out_r).st_uid, 0, "owner of the pipe behind --access-log /dev/stdout")
@@ -918,11 +918,7 @@ def _(shared):
             p.send_signal(signal.SIGTERM)
             eq(p.wait(15), 0, "master exit status")
         finally:
-            if p.poll() is None:
-                for k in children(p.pid):
-                    os.kill(k, signal.SIGKILL)
-                p.kill()
-                p.wait()
+            kill_all(p)
             os.close(out_r)
             os.close(err_r)
 
