@@ -673,3 +673,14 @@ void static_file_serve(struct conn *c, const struct http_request *req)
     }
     serve_uncached(c, req, plen, trailing_slash);
 }
+
+int static_file_root_searchable(const char *root, const char *user)
+{
+    if (faccessat(root_fd, ".", X_OK, 0) == 0)
+        return 0;
+    if (user != NULL)
+        log_errno(LOG_ERROR, "document root %s: the workers' user %s cannot search it", root, user);
+    else
+        log_errno(LOG_ERROR, "document root %s: cannot search it", root);
+    return -1;
+}

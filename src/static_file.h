@@ -10,6 +10,10 @@
 void static_file_before_chroot(void);
 /* Opens the document root once at startup.  0, or -1 (logged). */
 int static_file_init(const char *root);
+/* After the privileges are dropped: the worker's user (named in the error;
+ * NULL: not changed) may search the root opened before, else every request
+ * would be 403.  0, or -1 (logged). */
+int static_file_root_searchable(const char *root, const char *user);
 void static_file_serve(struct conn *c, const struct http_request *req);
 
 #endif

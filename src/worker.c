@@ -258,7 +258,8 @@ void worker_main(const struct worker_setup *ws)
     static_file_before_chroot();
     if (privileges_chroot(ws->priv) < 0 || static_file_init(cfg.root) < 0)
         fail();
-    if (privileges_drop(ws->priv) < 0)
+    if (privileges_drop(ws->priv) < 0 ||
+        static_file_root_searchable(cfg.root, ws->priv->drop ? ws->priv->user : NULL) < 0)
         fail();
 
     /* the Pth runtime is created here, after the fork: nothing of it is shared */

@@ -923,6 +923,29 @@ def _(shared):
             os.close(err_r)
 
 
+# The root is opened before the workers drop to --user: one the user may not
+# search was served as 403 to every request, with nothing in the log, and
+# the start succeeded.
+@test("workers: a document root --user cannot search stops the start with an error naming it")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    private = tempfile.mkdtemp(prefix="cowd-private-root-", dir=shared.root.tmp)
+    with open(os.path.join(private, "index.html"), "wb") as f:
+        f.write(b"private\n")
+    os.chmod(private, 0o700)
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(), "--root", private,
+                          "--user", "nobody", "--workers", "1"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = p.communicate(timeout=10 * cowdtest.SLOW)
+    except subprocess.TimeoutExpired:
+        kill_all(p)
+        raise TestFailure("cowd started with a document root its workers cannot search")
+    check(p.returncode != 0, "exit status 0")
+    check(private.encode() in err and b"nobody" in err, "the error does not name the root and the user: %r" % err[-400:])
+
+
 @test("workers: --user root keeps root")
 def _(shared):
     need_root()
