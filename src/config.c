@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,7 +129,8 @@ void config_usage(FILE *out)
 "Serve static files over HTTP/1.1 with cooperative threads.\n"
 "\n"
 "  -l, --listen ADDR:PORT       address to listen on (repeatable); IPv6 as [::1]:8080,\n"
-"                               '*:PORT' for all IPv4 addresses (default 127.0.0.1:8080)\n"
+"                               '*:PORT' for all IPv4 addresses, a host name for every\n"
+"                               address it resolves to (default 127.0.0.1:8080)\n"
 "      --root DIR               document root (default: the bundled demo site)\n"
 "      --index NAME             index file served for directories (default index.html)\n"
 "      --listing                list directories that have no index file" LISTING_BUILT "\n"
@@ -259,14 +259,20 @@ int config_parse(int argc, char **argv)
             idx = 0;
         switch (c) {
         case 'l': {
-            struct sockaddr_storage ss;
-            socklen_t sslen;
+            /* A host name becomes its addresses here, resolved once, and
+             * each is listened on as if it had a --listen of its own. */
+            static char resolved[COWD_MAX_LISTEN][LISTEN_ADDR_MAX];
             char why[160];
             if (cfg.n_listen == COWD_MAX_LISTEN)
                 return bad("listen", optarg, "too many --listen addresses");
-            if (listen_parse(optarg, &ss, &sslen, why, sizeof why) < 0)
+            int n = listen_expand(optarg, &resolved[cfg.n_listen], COWD_MAX_LISTEN - cfg.n_listen,
+                                  why, sizeof why);
+            if (n < 0)
                 return bad("listen", optarg, why);
-            cfg.listen[cfg.n_listen++] = optarg;
+            if (n == 0)
+                cfg.listen[cfg.n_listen++] = optarg;
+            for (int k = 0; k < n; k++, cfg.n_listen++)
+                cfg.listen[cfg.n_listen] = resolved[cfg.n_listen];
             break;
         }
         case OPT_ROOT: cfg.root = optarg; break;

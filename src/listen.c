@@ -15,10 +15,9 @@
 
 #include "log.h"
 
-int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
-                 char *why, size_t why_len)
+/* Splits "ADDR:PORT" or "[ADDR]:PORT" into host (a buffer of 256) and port. */
+static int split_spec(const char *spec, char *host, long *port, char *why, size_t why_len)
 {
-    char host[256];
     const char *port_str;
     size_t host_len;
 
@@ -29,7 +28,7 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
             return -1;
         }
         host_len = (size_t)(close - spec - 1);
-        if (host_len >= sizeof host) {
+        if (host_len >= 256) {
             snprintf(why, why_len, "address too long");
             return -1;
         }
@@ -42,7 +41,7 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
             return -1;
         }
         host_len = (size_t)(colon - spec);
-        if (host_len == 0 || host_len >= sizeof host) {
+        if (host_len == 0 || host_len >= 256) {
             snprintf(why, why_len, "expected ADDR:PORT");
             return -1;
         }
@@ -53,12 +52,17 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
 
     char *end;
     errno = 0;
-    long port = strtol(port_str, &end, 10);
-    if (*port_str < '0' || *port_str > '9' || *end != '\0' || errno != 0 || port < 0 || port > 65535) {
+    *port = strtol(port_str, &end, 10);
+    if (*port_str < '0' || *port_str > '9' || *end != '\0' || errno != 0 || *port < 0 || *port > 65535) {
         snprintf(why, why_len, "port must be a number from 0 to 65535");
         return -1;
     }
+    return 0;
+}
 
+/* A literal address or '*' into ss: 1, or 0 if host is not one. */
+static int parse_numeric(const char *host, long port, struct sockaddr_storage *ss, socklen_t *len)
+{
     memset(ss, 0, sizeof *ss);
     struct sockaddr_in *sin = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
@@ -67,35 +71,107 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
         sin->sin_addr.s_addr = htonl(INADDR_ANY);
         sin->sin_port = htons((uint16_t)port);
         *len = sizeof *sin;
-        return 0;
+        return 1;
     }
     if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
         sin->sin_family = AF_INET;
         sin->sin_port = htons((uint16_t)port);
         *len = sizeof *sin;
-        return 0;
+        return 1;
     }
     if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
         sin6->sin6_family = AF_INET6;
         sin6->sin6_port = htons((uint16_t)port);
         *len = sizeof *sin6;
-        return 0;
+        return 1;
     }
-    /* a host name, resolved once at startup */
-    struct addrinfo hints, *res = NULL;
+    return 0;
+}
+
+static int resolve(const char *host, long port, struct addrinfo **res, char *why, size_t why_len)
+{
+    char port_str[8];
+    struct addrinfo hints;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    int rc = getaddrinfo(host, port_str, &hints, &res);
-    if (rc != 0 || res == NULL) {
+    snprintf(port_str, sizeof port_str, "%ld", port);
+    *res = NULL;
+    int rc = getaddrinfo(host, port_str, &hints, res);
+    if (rc != 0 || *res == NULL) {
         snprintf(why, why_len, "cannot resolve '%s': %s", host, gai_strerror(rc));
         return -1;
     }
+    return 0;
+}
+
+int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+                 char *why, size_t why_len)
+{
+    char host[256];
+    long port;
+
+    if (split_spec(spec, host, &port, why, why_len) < 0)
+        return -1;
+    if (parse_numeric(host, port, ss, len))
+        return 0;
+    /* a host name (or a scoped IPv6 address): its first address */
+    struct addrinfo *res;
+    if (resolve(host, port, &res, why, why_len) < 0)
+        return -1;
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     *len = res->ai_addrlen;
     freeaddrinfo(res);
     return 0;
+}
+
+int listen_expand(const char *spec, char (*out)[LISTEN_ADDR_MAX], unsigned max,
+                  char *why, size_t why_len)
+{
+    char host[256];
+    long port;
+    struct sockaddr_storage ss;
+    socklen_t len;
+
+    if (split_spec(spec, host, &port, why, why_len) < 0)
+        return -1;
+    if (parse_numeric(host, port, &ss, &len))
+        return 0;
+    /* a host name, resolved once at startup */
+    struct addrinfo *res;
+    if (resolve(host, port, &res, why, why_len) < 0)
+        return -1;
+    unsigned n = 0;
+    for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        char addr[NI_MAXHOST], one[LISTEN_ADDR_MAX];
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        /* numeric, with an IPv6 address's scope, so that it parses back */
+        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST) != 0)
+            continue;
+        int w = snprintf(one, sizeof one, ai->ai_family == AF_INET6 ? "[%s]:%ld" : "%s:%ld", addr, port);
+        if (w < 0 || (size_t)w >= sizeof one)
+            continue;
+        /* /etc/hosts may list an address twice; it is bound once */
+        unsigned k = 0;
+        while (k < n && strcmp(out[k], one) != 0)
+            k++;
+        if (k < n)
+            continue;
+        if (n == max) {
+            snprintf(why, why_len, "too many --listen addresses (each one '%s' resolves to counts)", host);
+            freeaddrinfo(res);
+            return -1;
+        }
+        memcpy(out[n++], one, sizeof one);
+    }
+    freeaddrinfo(res);
+    if (n == 0) {
+        snprintf(why, why_len, "cannot resolve '%s': no IPv4 or IPv6 address", host);
+        return -1;
+    }
+    return (int)n;
 }
 
 static void set_port(struct sockaddr_storage *ss, unsigned short port)

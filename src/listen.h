@@ -2,6 +2,8 @@
 #ifndef COWD_LISTEN_H
 #define COWD_LISTEN_H
 
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -9,6 +11,15 @@
  * reason in why. */
 int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
                  char *why, size_t why_len);
+/* Room for "[ADDR%SCOPE]:PORT" and its NUL. */
+#define LISTEN_ADDR_MAX (INET6_ADDRSTRLEN + IF_NAMESIZE + 8)
+/* A host name stands for every address it resolves to, as nginx has it:
+ * writes each distinct one, numeric as "ADDR:PORT" or "[ADDR]:PORT", to
+ * out[0 .. max) and returns how many.  0 if spec is already an address or
+ * '*' (used as written); -1 with a reason in why if spec is malformed, does
+ * not resolve or resolves to more than max addresses. */
+int listen_expand(const char *spec, char (*out)[LISTEN_ADDR_MAX], unsigned max,
+                  char *why, size_t why_len);
 /* Opens a non-blocking, close-on-exec listening socket; -1 (logged) on error.
  * With reuseport, SO_REUSEPORT is set before bind, so that several
  * such sockets (one per worker) share the address and the kernel spreads

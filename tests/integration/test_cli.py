@@ -6,6 +6,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -177,6 +178,67 @@ def _(srv):
     finally:
         p.terminate()
         p.wait(timeout=15)
+
+
+def in_private_hosts(hosts, argv):
+    """argv run with the file hosts bind-mounted on /etc/hosts, in a mount
+    namespace of its own (so the rest of the system keeps its /etc/hosts)."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', hosts] + list(argv)
+
+
+@test("cli: --listen HOST:PORT serves every address the name resolves to")
+def _(srv):
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        raise TestSkip("no IPv6 loopback here")
+    for _attempt in range(20):          # a port free on both loopbacks
+        port = free_port()
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", port))
+            break
+        except OSError:
+            continue
+    else:
+        raise TestSkip("no port free on both 127.0.0.1 and ::1")
+    probe = ("import socket, sys; print(' '.join(sorted({a[4][0] for a in socket.getaddrinfo("
+             "'localhost', int(sys.argv[1]), type=socket.SOCK_STREAM)})))")
+    with tempfile.TemporaryDirectory() as d:
+        # ::1 first, as on many systems: the first address alone is not enough
+        hosts = os.path.join(d, "hosts")
+        with open(hosts, "w") as f:
+            f.write("::1 localhost\n127.0.0.1 localhost\n")
+        wrap = lambda argv: in_private_hosts(hosts, argv)
+        try:
+            p = subprocess.run(wrap([sys.executable, "-c", probe, str(port)]),
+                               capture_output=True, text=True, timeout=10)
+            ok = p.returncode == 0
+        except OSError:
+            ok = False
+        if ok:
+            resolved = p.stdout.split()
+        else:                           # no mount namespace: the system's own /etc/hosts
+            wrap = list
+            resolved = sorted({a[4][0] for a in socket.getaddrinfo("localhost", port,
+                                                                    type=socket.SOCK_STREAM)})
+        if resolved != ["127.0.0.1", "::1"]:
+            raise TestSkip("localhost resolves to %r here, not to both 127.0.0.1 and ::1 "
+                           "(and no private /etc/hosts: unshare/mount not permitted)" % resolved)
+        p = subprocess.Popen(wrap([COWD, "--listen", "localhost:%d" % port, "--root", srv.root_dir,
+                                   "--user", "root"]),
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        try:
+            for host, header in (("::1", b"[::1]"), ("127.0.0.1", b"127.0.0.1")):
+                data = get_when_listening(host, port, header, "%s port %d" % (host, port))
+                check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 from %s: %r" % (host, data[:60]))
+        finally:
+            p.terminate()
+            err = p.communicate(timeout=15)[1].decode(errors="replace")
+    for where in ("[::1]:%d" % port, "127.0.0.1:%d" % port):
+        check("on http://%s/ " % where in err, "the log names %s: %r" % (where, err))
 
 
 @test("cli: the bundled demo site is served by default", demo=True)
