@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 
@@ -76,6 +77,12 @@ int mime_load(const char *path)
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        errno = EISDIR;
+        return -1;
+    }
     if (fseek(f, 0, SEEK_END) < 0) {
         fclose(f);
         return -1;

@@ -118,6 +118,16 @@ def _(srv):
           "stripped minimal cowd is %d bytes; the README says %d KB" % (size, stated // 1000))
 
 
+# A directory given as --mime-types was reported as "File too large" (its
+# ftell is huge), which sent the user looking for the wrong thing.
+@test("cli: --mime-types naming a directory says it is a directory")
+def _(srv):
+    d = tempfile.mkdtemp(prefix="cowd-mimedir-", dir=srv.root.tmp)
+    rc, out, err = run_cowd("--mime-types", d, "--listen", "127.0.0.1:%d" % free_port(), "--root", srv.root_dir)
+    check(rc != 0, "exit status 0 with a directory as --mime-types")
+    check(d in err and "Is a directory" in err, "the error names the directory and why: %r" % err[-300:])
+
+
 @test("cli: a bad flag or value prints one line naming it and exits non-zero")
 def _(srv):
     cases = [
