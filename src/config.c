@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +378,12 @@ int config_parse(int argc, char **argv)
     }
     if (cfg.workers == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef __linux__
+        /* the CPUs this process may run on (taskset, a container's cpuset) */
+        cpu_set_t allowed;
+        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0)
+            n = CPU_COUNT(&allowed);
+#endif
         cfg.workers = n > 0 ? (unsigned)(n > 1024 ? 1024 : n) : 1;
     }
     /* The line must be shorter than the head it sits in: a line as long as

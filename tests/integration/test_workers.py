@@ -784,6 +784,25 @@ def _(shared):
         finish(srv)
 
 
+# --workers 0 counted every online CPU, also those the process may not run on
+# (taskset, a container's cpuset): two workers then shared one CPU.
+@test("workers: --workers 0 starts one worker per CPU the process may run on")
+def _(shared):
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        raise TestSkip("needs sched_getaffinity and at least 2 CPUs")
+    for cpus in ({min(os.sched_getaffinity(0))}, os.sched_getaffinity(0)):
+        srv = start(shared.root, ["--workers", "0"],
+                    preexec=lambda cpus=cpus: os.sched_setaffinity(0, cpus))
+        try:
+            workers_of(srv, len(cpus))
+            time.sleep(0.3)
+            eq(len(children(srv.proc.pid)), len(cpus), "workers for %d allowed CPUs" % len(cpus))
+            eq(srv.get("/hello.txt").body, HELLO, "served")
+            eq(stop(srv), 0, "master exit status")
+        finally:
+            finish(srv)
+
+
 # ---------------------------------------------------------------------------
 # credentials, daemon
 # ---------------------------------------------------------------------------
