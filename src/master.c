@@ -373,6 +373,10 @@ int master_run(const struct master_setup *ms)
     double kill_at = 0, started_at = now_s();
     int ready = 0, rc = EXIT_SUCCESS;
     for (;;) {
+        /* what the workers said before what became of them: one that said it
+         * was ready and then stopped is a worker to restart, not one that
+         * could not start */
+        read_ready_pipe();
         reap();                 /* also here: one SIGCHLD may stand for several children */
         if (give_up && !stopping) {
             stopping = 1;
@@ -381,7 +385,6 @@ int master_run(const struct master_setup *ms)
             signal_all(SIGTERM);
             close_listeners();
         }
-        read_ready_pipe();
         double t = now_s();
         if (!stopping)
             retire_old(t);

@@ -784,6 +784,42 @@ def _(shared):
         finish(srv)
 
 
+def proc_state(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return next(l.split()[1] for l in f if l.startswith("State:"))
+    except (OSError, StopIteration):
+        return None
+
+
+# The master reaped a dead worker before reading the pipe where the worker
+# had said it was ready: a first worker stopped (SIGTERM, exit 0) in that
+# moment was taken for one that could not start, and the master gave up
+# and took the whole server down.  The master is held (SIGSTOP) to open the
+# moment wide.
+@test("workers: a worker stopped just after it said it was ready is restarted, not taken for a failed start")
+def _(shared):
+    srv = start(shared.root, ["--workers", "1", "--log-level", "debug"])
+    try:
+        w = workers_of(srv, 1)[0]
+        srv.proc.send_signal(signal.SIGSTOP)
+        try:
+            wait_for(lambda: "worker ready" in error_log(srv), 5 * cowdtest.SLOW, "the worker to be ready")
+            time.sleep(0.1)             # its word is in the pipe
+            os.kill(w, signal.SIGTERM)
+            wait_for(lambda: proc_state(w) in ("Z", None), 5 * cowdtest.SLOW, "the worker to exit")
+        finally:
+            srv.proc.send_signal(signal.SIGCONT)
+        time.sleep(0.5)
+        check(srv.proc.poll() is None, "the master gave up: %s" % error_log(srv)[-600:])
+        new = workers_of(srv, 1, timeout=15)
+        check(new[0] != w, "no new worker")
+        eq(srv.get("/hello.txt").body, HELLO, "served by the new worker")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
 # --workers 0 counted every online CPU, also those the process may not run on
 # (taskset, a container's cpuset): two workers then shared one CPU.
 @test("workers: --workers 0 starts one worker per CPU the process may run on")
