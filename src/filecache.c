@@ -343,6 +343,13 @@ void filecache_release(struct fc_entry *e)
         entry_free(e);
 }
 
+void filecache_reroot(int root_fd)
+{
+    while (fc.head != NULL)
+        entry_drop(fc.head);
+    fc.root_fd = root_fd;
+}
+
 void filecache_stats(struct filecache_stats *st)
 {
     st->entries = fc.entries;

@@ -74,6 +74,11 @@ unsigned filecache_shed_fds(unsigned n);
  * e now, so that the next request opens the file afresh.  e stays the caller's
  * until released. */
 void filecache_forget(struct fc_entry *e);
+/* The document root was switched (a new release): drops every entry, since
+ * each was opened and is revalidated beneath the old root, and revalidates
+ * beneath root_fd from now on.  Entries being sent from are freed when
+ * released. */
+void filecache_reroot(int root_fd);
 void filecache_stats(struct filecache_stats *st);
 /* Builds the strong ETag for st into out (NUL-terminated), returns length. */
 size_t filecache_make_etag(char out[64], const struct stat *st);

@@ -54,6 +54,14 @@ static const char *fd_name(int fd, char name[FD_NAME_SIZE])
 #endif
 static char root_real[PATH_MAX];
 static size_t root_real_len;
+/* --root as this worker names it (inside the chroot, if any: the worker's
+ * directory is then the chroot's "/"), and the directory root_fd is: a
+ * deploy that switches a symlink to a new release makes them differ. */
+static const char *root_name;
+static dev_t root_dev;
+static ino_t root_ino;
+static int root_watched;            /* root_name can be looked up as the workers' user */
+static time_t root_checked, root_error_logged;
 #if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
 static int have_openat2 = 1;
 #endif
@@ -68,20 +76,58 @@ void static_file_before_chroot(void)
 #endif
 }
 
-int static_file_init(const char *root)
+/* Opens the directory root names, and makes it the document root unless it
+ * is the one open already: 1 if it was switched, 0 if not, -1 (errno, and
+ * nothing changed) if it cannot be opened.  realpath looks the name up
+ * again: a symlink switched in between would pair one release's descriptor
+ * with another's name, so the two must be the same directory. */
+static int root_open(const char *root, const char **failed)
 {
-    root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0) {
-        log_errno(LOG_ERROR, "document root %s", root);
+    char real[PATH_MAX];
+    struct stat st, named;
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    *failed = "";
+    if (fd < 0)
+        return -1;
+    int ok = fstat(fd, &st) == 0 && realpath(root, real) != NULL && stat(real, &named) == 0;
+    if (ok && (named.st_dev != st.st_dev || named.st_ino != st.st_ino)) {
+        ok = 0;
+        errno = EAGAIN;             /* switched again meanwhile: look once more */
+    }
+    if (!ok) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        *failed = ": realpath";
         return -1;
     }
-    if (realpath(root, root_real) == NULL) {
-        log_errno(LOG_ERROR, "document root %s: realpath", root);
-        return -1;
+    if (root_fd >= 0 && st.st_dev == root_dev && st.st_ino == root_ino) {
+        close(fd);
+        return 0;
     }
+    if (root_fd >= 0)
+        close(root_fd);     /* no thread holds it across a yield: used in one call at a time */
+    root_fd = fd;
+    root_dev = st.st_dev;
+    root_ino = st.st_ino;
+    memcpy(root_real, real, sizeof real);
     root_real_len = strlen(root_real);
     if (root_real_len == 1)         /* root is "/": every path is beneath */
         root_real_len = 0;
+    return 1;
+}
+
+int static_file_init(const char *root)
+{
+    const char *failed;
+    int tries = 0;
+    root_name = root;
+    while (root_open(root, &failed) < 0) {
+        if (errno == EAGAIN && ++tries < 4)
+            continue;
+        log_errno(LOG_ERROR, "document root %s%s", root, failed);
+        return -1;
+    }
     /* Files too large for memory keep a descriptor open in the cache; a
      * quarter of the process's descriptors may go to them, the rest stay for
      * connections and files being opened. */
@@ -96,6 +142,45 @@ int static_file_init(const char *root)
         return -1;
     }
     return 0;
+}
+
+void static_file_watch_root(void)
+{
+    struct stat st;
+    root_watched = stat(root_name, &st) == 0;
+    if (!root_watched)
+        log_errno(LOG_INFO, "document root %s cannot be looked up by the workers' user (a switched "
+                  "root symlink is then picked up only on SIGHUP)", root_name);
+    root_checked = date_cache_time();
+}
+
+/* Is --root still the directory being served?  Deploys switch a symlink
+ * ("current" -> the new release) and expect it served at once, as nginx
+ * resolves the root per request; here a stat every --cache-validate
+ * seconds decides (now is the request's cached clock: no system call on
+ * other requests).  A new root that cannot be opened leaves the old one
+ * served, with an error logged at most once a minute. */
+static void root_recheck(time_t now)
+{
+    struct stat st;
+    const char *failed = "";
+    int r;
+
+    root_checked = now;
+    if (stat(root_name, &st) < 0)
+        r = -1;
+    else if (st.st_dev == root_dev && st.st_ino == root_ino)
+        return;
+    else
+        r = root_open(root_name, &failed);
+    if (r > 0) {
+        filecache_reroot(root_fd);  /* nothing of the old root is served again */
+        log_msg(LOG_INFO, "document root %s is now %s", root_name, root_real);
+    } else if (r < 0 && (now < root_error_logged || now - root_error_logged >= 60)) {
+        root_error_logged = now;
+        log_errno(LOG_ERROR, "document root %s changed but cannot be opened%s; still serving %s",
+                  root_name, failed, root_real_len > 0 ? root_real : "/");
+    }
 }
 
 static int path_inside_root(const char *p)
@@ -661,11 +746,14 @@ void static_file_serve(struct conn *c, const struct http_request *req)
         response_error(c, req, st_code, NULL, NULL);
         return;
     }
+    time_t now = date_cache_time();
+    if (root_watched && (now < root_checked || now - root_checked >= (time_t)cfg.cache_validate))
+        root_recheck(now);
     /* The cache is keyed by the normalized path as requested ("/docs/"
      * maps to the index file, "/docs" never hits: it is a redirect). */
     size_t plen = strlen(c->path);
     if (plen < CACHE_KEY_MAX) {
-        struct fc_entry *e = filecache_get(c->path, plen, date_cache_time());
+        struct fc_entry *e = filecache_get(c->path, plen, now);
         if (e != NULL) {
             serve_entry(c, req, e);
             return;

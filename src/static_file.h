@@ -8,12 +8,18 @@
 /* Opens, before any chroot, what reading files needs from outside it
  * (/proc/self/fd on Linux).  Failing is logged, not fatal. */
 void static_file_before_chroot(void);
-/* Opens the document root once at startup.  0, or -1 (logged). */
+/* Opens the document root at startup.  0, or -1 (logged). */
 int static_file_init(const char *root);
 /* After the privileges are dropped: the worker's user (named in the error;
  * NULL: not changed) may search the root opened before, else every request
  * would be 403.  0, or -1 (logged). */
 int static_file_root_searchable(const char *root, const char *user);
+/* After the privilege drop: from now on the root's name is looked at again
+ * every --cache-validate seconds and a root switched to another directory
+ * (a symlink to a new release) is opened in its place, if the workers' user
+ * can look the name up (if not, that is logged once, and only a SIGHUP
+ * picks up a new root). */
+void static_file_watch_root(void);
 void static_file_serve(struct conn *c, const struct http_request *req);
 
 #endif

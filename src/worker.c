@@ -261,6 +261,7 @@ void worker_main(const struct worker_setup *ws)
     if (privileges_drop(ws->priv) < 0 ||
         static_file_root_searchable(cfg.root, ws->priv->drop ? ws->priv->user : NULL) < 0)
         fail();
+    static_file_watch_root();
 
     /* the Pth runtime is created here, after the fork: nothing of it is shared */
     if (signals_setup() < 0) {

@@ -4,7 +4,7 @@ import ctypes
 import os
 import time
 
-from cowdtest import DIGITS, HELLO, INDEX, SECRET, TestSkip, check, eq, request, test
+from cowdtest import DIGITS, HELLO, INDEX, SECRET, Server, TestSkip, check, eq, request, test
 
 BAD = "HTTP/1.1 400 Bad Request"
 IN_OPEN = 0x20
@@ -378,3 +378,45 @@ def _(srv):
     eq(r.status_line, "HTTP/1.1 301 Moved Permanently", "status")
     eq(r.get("Location"), "/" + "d" * 100 + "/?" + "q" * 50, "Location")
     eq(srv.get("/" + "d" * 100 + "/").body, b"deep\n", "index")
+
+
+@test("path: a --root symlink switched to a new release is served within --cache-validate")
+def _(srv):
+    # The deploy pattern "current -> rel1", switched atomically to rel2
+    # (ln -sfn rel2 current.tmp && mv -T current.tmp current): nginx resolves
+    # the root per request; cowd must notice within --cache-validate (1 s)
+    # without a SIGHUP, and serve nothing cached from the old release.
+    base = os.path.join(srv.root.tmp, "deploy")
+    for rel, hello, only in (("rel1", b"release one\n", "only1.txt"), ("rel2", b"release two\n", "only2.txt")):
+        os.makedirs(os.path.join(base, rel))
+        for name, data in (("hello.txt", hello), (only, b"only\n"), ("index.html", INDEX)):
+            with open(os.path.join(base, rel, name), "wb") as f:
+                f.write(data)
+    current = os.path.join(base, "current")
+    os.symlink("rel1", current)
+    own = Server(srv.root, ["--workers", "2"], root_dir=current)
+    own.start()
+    try:
+        for _ in range(4):          # both workers, cached
+            eq(own.get("/hello.txt").body, b"release one\n", "before the switch")
+            eq(own.get("/only1.txt").status, 200, "a file only in rel1, before the switch")
+        os.symlink("rel2", current + ".tmp")
+        os.replace(current + ".tmp", current)
+        switched = time.time()
+        deadline = switched + 3.0
+        while True:
+            body, status = own.get("/hello.txt").body, own.get("/only1.txt").status
+            if body == b"release two\n" and status == 404:
+                break
+            check(time.time() < deadline, "3 s after the switch: hello.txt %r, only1.txt %d" % (body, status))
+            time.sleep(0.1)
+        # every worker has looked again once a whole interval has passed
+        time.sleep(max(0.0, switched + 1.1 - time.time()))
+        for _ in range(10):
+            eq(own.get("/hello.txt").body, b"release two\n", "after the switch")
+            eq(own.get("/only1.txt").status, 404, "a file only in rel1, after the switch")
+            eq(own.get("/only2.txt").status, 200, "a file only in rel2, after the switch")
+        check("error" not in own.stderr(), "errors logged: %r" % own.stderr()[-500:])
+        own.assert_alive()
+    finally:
+        own.kill()
