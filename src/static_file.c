@@ -76,6 +76,19 @@ void static_file_before_chroot(void)
 #endif
 }
 
+/* A directory is opened to look names up in it (its index file), which
+ * needs search permission only: a directory of mode 0711 serves its index
+ * as with nginx.  Reading it, for a listing, is asked for then.  So is the
+ * root: a new release switched in after the workers dropped root may be 0711
+ * too. */
+#if defined(O_PATH)
+#define DIR_SEARCH_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+#elif defined(O_SEARCH)
+#define DIR_SEARCH_FLAGS (O_SEARCH | O_DIRECTORY | O_CLOEXEC)
+#else
+#define DIR_SEARCH_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+#endif
+
 /* Opens the directory root names, and makes it the document root unless it
  * is the one open already: 1 if it was switched, 0 if not, -1 (errno, and
  * nothing changed) if it cannot be opened.  realpath looks the name up
@@ -85,20 +98,24 @@ static int root_open(const char *root, const char **failed)
 {
     char real[PATH_MAX];
     struct stat st, named;
-    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(root, DIR_SEARCH_FLAGS);
     *failed = "";
     if (fd < 0)
         return -1;
     int ok = fstat(fd, &st) == 0 && realpath(root, real) != NULL && stat(real, &named) == 0;
+    *failed = ": realpath";
     if (ok && (named.st_dev != st.st_dev || named.st_ino != st.st_ino)) {
         ok = 0;
         errno = EAGAIN;             /* switched again meanwhile: look once more */
+        *failed = ": switched again while opened";
+    } else if (ok && faccessat(fd, ".", X_OK, 0) < 0) {
+        ok = 0;                     /* every request would be 403 */
+        *failed = ": the workers' user cannot search it";
     }
     if (!ok) {
         int e = errno;
         close(fd);
         errno = e;
-        *failed = ": realpath";
         return -1;
     }
     if (root_fd >= 0 && st.st_dev == root_dev && st.st_ino == root_ino) {
@@ -301,17 +318,6 @@ static int open_and_stat(const char *rel, int flags, struct stat *st)
     }
     return fd;
 }
-
-/* A directory is opened to look names up in it (its index file), which
- * needs search permission only: a directory of mode 0711 serves its index
- * as with nginx.  Reading it, for a listing, is asked for then. */
-#if defined(O_PATH)
-#define DIR_SEARCH_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
-#elif defined(O_SEARCH)
-#define DIR_SEARCH_FLAGS (O_SEARCH | O_DIRECTORY | O_CLOEXEC)
-#else
-#define DIR_SEARCH_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-#endif
 
 /* Opens rel (beneath the root) for reading and fills *st, unless it is a
  * device, FIFO or socket: opening one can do something by itself (a

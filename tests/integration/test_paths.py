@@ -2,6 +2,7 @@
 
 import ctypes
 import os
+import re
 import time
 
 from cowdtest import DIGITS, HELLO, INDEX, SECRET, Server, TestSkip, check, eq, request, test
@@ -380,6 +381,20 @@ def _(srv):
     eq(srv.get("/" + "d" * 100 + "/").body, b"deep\n", "index")
 
 
+def make_release(base, rel, hello, only, mode=0o755):
+    os.makedirs(os.path.join(base, rel))
+    for name, data in (("hello.txt", hello), (only, b"only\n"), ("index.html", INDEX)):
+        with open(os.path.join(base, rel, name), "wb") as f:
+            f.write(data)
+    os.chmod(os.path.join(base, rel), mode)
+
+
+def switch_root(current, rel):
+    """ln -sfn rel current.tmp && mv -T current.tmp current"""
+    os.symlink(rel, current + ".tmp")
+    os.replace(current + ".tmp", current)
+
+
 @test("path: a --root symlink switched to a new release is served within --cache-validate")
 def _(srv):
     # The deploy pattern "current -> rel1", switched atomically to rel2
@@ -387,11 +402,8 @@ def _(srv):
     # the root per request; cowd must notice within --cache-validate (1 s)
     # without a SIGHUP, and serve nothing cached from the old release.
     base = os.path.join(srv.root.tmp, "deploy")
-    for rel, hello, only in (("rel1", b"release one\n", "only1.txt"), ("rel2", b"release two\n", "only2.txt")):
-        os.makedirs(os.path.join(base, rel))
-        for name, data in (("hello.txt", hello), (only, b"only\n"), ("index.html", INDEX)):
-            with open(os.path.join(base, rel, name), "wb") as f:
-                f.write(data)
+    make_release(base, "rel1", b"release one\n", "only1.txt")
+    make_release(base, "rel2", b"release two\n", "only2.txt")
     current = os.path.join(base, "current")
     os.symlink("rel1", current)
     own = Server(srv.root, ["--workers", "2"], root_dir=current)
@@ -400,8 +412,7 @@ def _(srv):
         for _ in range(4):          # both workers, cached
             eq(own.get("/hello.txt").body, b"release one\n", "before the switch")
             eq(own.get("/only1.txt").status, 200, "a file only in rel1, before the switch")
-        os.symlink("rel2", current + ".tmp")
-        os.replace(current + ".tmp", current)
+        switch_root(current, "rel2")
         switched = time.time()
         deadline = switched + 3.0
         while True:
@@ -416,7 +427,38 @@ def _(srv):
             eq(own.get("/hello.txt").body, b"release two\n", "after the switch")
             eq(own.get("/only1.txt").status, 404, "a file only in rel1, after the switch")
             eq(own.get("/only2.txt").status, 200, "a file only in rel2, after the switch")
-        check("error" not in own.stderr(), "errors logged: %r" % own.stderr()[-500:])
+        check(re.search(r"cowd\[\d+\] error:", own.stderr()) is None, "errors logged: %r" % own.stderr()[-500:])
         own.assert_alive()
+    finally:
+        own.kill()
+
+
+# The switched root was opened for reading after the workers had dropped
+# root: a release of mode 0711 (served at start) was refused, and one they
+# could read but not search was switched to, then every request was 403.
+@test("path: a --root switched to a 0711 release is served; to one the workers cannot search, is not")
+def _(srv):
+    if os.geteuid() != 0:
+        raise TestSkip("needs root (the workers drop to nobody)")
+    base = os.path.join(srv.root.tmp, "deploy-modes")
+    make_release(base, "search-only", b"search only\n", "only1.txt", 0o711)
+    make_release(base, "no-search", b"no search\n", "only2.txt", 0o744)
+    current = os.path.join(base, "current")
+    os.symlink("search-only", current)
+    own = Server(srv.root, ["--workers", "1", "--user", "nobody"], root_dir=current)
+    own.start()
+    try:
+        eq(own.get("/hello.txt").body, b"search only\n", "a 0711 root at start")
+        switch_root(current, "no-search")
+        time.sleep(1.5)
+        for _ in range(3):
+            eq(own.get("/hello.txt").body, b"search only\n", "after a switch to a root nobody cannot search")
+        check("cannot search it" in own.stderr(), "no error logged: %r" % own.stderr()[-500:])
+        switch_root(current, "search-only")
+        os.rename(os.path.join(base, "search-only"), os.path.join(base, "search-only-2"))
+        make_release(base, "search-only", b"search only, two\n", "only3.txt", 0o711)
+        time.sleep(1.5)
+        eq(own.get("/hello.txt").body, b"search only, two\n", "after a switch to another 0711 release")
+        eq(own.get("/only3.txt").status, 200, "a file only in the new release")
     finally:
         own.kill()
