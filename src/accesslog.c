@@ -125,8 +125,11 @@ void accesslog_flush(void)
 
 int accesslog_reopen(void)
 {
+    struct stat st;
     if (accesslog_fd < 0)
         return 0;
+    if (fstat(accesslog_fd, &st) == 0 && !S_ISREG(st.st_mode))
+        return 0;                   /* a terminal, pipe or device: nothing to rotate */
     int fd = open(al_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0) {
         log_errno(LOG_ERROR, "cannot reopen access log %s (still writing to the old file)", al_path);

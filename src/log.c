@@ -29,14 +29,23 @@ int log_open(const char *path)
     return 0;
 }
 
-int log_file_give(int fd, uid_t uid, gid_t gid)
+/* A regular file: a log that can be rotated, and given to the workers. */
+static int is_regular(int fd)
 {
     struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -1;
-    if (!S_ISREG(st.st_mode))
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int log_reopen(const char *path)
+{
+    if (log_opened && !is_regular(log_fd))
         return 0;
-    return fchown(fd, uid, gid);
+    return log_open(path);
+}
+
+int log_file_give(int fd, uid_t uid, gid_t gid)
+{
+    return is_regular(fd) ? fchown(fd, uid, gid) : 0;
 }
 
 int log_give(uid_t uid, gid_t gid)

@@ -8,6 +8,10 @@ enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 /* Set where messages go (default stderr) and the most verbose level shown. */
 int  log_open(const char *path);
+/* SIGUSR1: opens path again, unless the log is not a regular file (a
+ * terminal, pipe or device: nothing to rotate, and the workers' user may not
+ * open it).  0, or -1 with errno (the old log still in use). */
+int  log_reopen(const char *path);
 void log_set_level(enum log_level level);
 
 /* Gives the log open on fd to the workers' user (uid, gid) so that they can

@@ -184,6 +184,21 @@ static int restore_old(unsigned s, pid_t failed, const char *how)
     return 0;
 }
 
+static void read_ready_pipe(void)
+{
+    pid_t pid;
+    while (read(ready_pipe[0], &pid, sizeof pid) == (ssize_t)sizeof pid) {
+        for (unsigned s = 0; s < cfg.workers; s++)
+            if (slots[s].pid > 0 && slots[s].pid == pid)
+                mark_ready(s);
+        /* one replaced by SIGHUP before it said so: remembered, should it
+         * take its slot back */
+        for (unsigned i = 0; i < n_old; i++)
+            if (old[i].pid == pid)
+                old[i].ready = 1;
+    }
+}
+
 /* Reaps every child that has ended.  A worker that cannot start, in a slot
  * none ever served from, sets give_up: the master must stop. */
 static void reap(void)
@@ -191,6 +206,10 @@ static void reap(void)
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        /* what it said before it ended: ready, then stopped, is a worker to
+         * restart, not one that could not start (its word is in the pipe
+         * before its exit) */
+        read_ready_pipe();
         char how[96];
         describe(status, how, sizeof how);
         int found = 0;
@@ -279,21 +298,6 @@ static void retire_old(double t)
     }
 }
 
-static void read_ready_pipe(void)
-{
-    pid_t pid;
-    while (read(ready_pipe[0], &pid, sizeof pid) == (ssize_t)sizeof pid) {
-        for (unsigned s = 0; s < cfg.workers; s++)
-            if (slots[s].pid > 0 && slots[s].pid == pid)
-                mark_ready(s);
-        /* one replaced by SIGHUP before it said so: remembered, should it
-         * take its slot back */
-        for (unsigned i = 0; i < n_old; i++)
-            if (old[i].pid == pid)
-                old[i].ready = 1;
-    }
-}
-
 static int all_ready(void)
 {
     for (unsigned s = 0; s < cfg.workers; s++)
@@ -307,7 +311,7 @@ static void reopen_logs(void)
     const struct privileges *p = setup->priv;
     log_msg(LOG_INFO, "SIGUSR1: reopening log files");
     if (cfg.error_log != NULL) {
-        if (log_open(cfg.error_log) < 0)
+        if (log_reopen(cfg.error_log) < 0)
             log_errno(LOG_ERROR, "cannot reopen error log %s", cfg.error_log);
         else if (p->drop && log_give(p->uid, p->gid) < 0)
             log_errno(LOG_ERROR, "cannot give error log %s to %s:%s", cfg.error_log, p->user, p->group);
@@ -373,9 +377,6 @@ int master_run(const struct master_setup *ms)
     double kill_at = 0, started_at = now_s();
     int ready = 0, rc = EXIT_SUCCESS;
     for (;;) {
-        /* what the workers said before what became of them: one that said it
-         * was ready and then stopped is a worker to restart, not one that
-         * could not start */
         read_ready_pipe();
         reap();                 /* also here: one SIGCHLD may stand for several children */
         if (give_up && !stopping) {

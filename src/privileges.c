@@ -24,20 +24,27 @@ static int lookup_group(const char *name, gid_t *gid)
 
 /* The user's groups as initgroups(3) would set them, read now: after
  * --chroot the group database is out of reach. */
+static gid_t *supplementary;        /* the process's for good: p->groups */
+
 static int lookup_supplementary(struct privileges *p)
 {
     long max = sysconf(_SC_NGROUPS_MAX);
     int cap = max > 0 && max < 65536 ? (int)max + 1 : 65537;
-    p->groups = malloc((size_t)cap * sizeof *p->groups);
-    if (p->groups == NULL) {
+    free(supplementary);
+    supplementary = malloc((size_t)cap * sizeof *supplementary);
+    if (supplementary == NULL) {
         log_errno(LOG_ERROR, "--user %s: no memory for its group list", p->user);
         return -1;
     }
     p->n_groups = cap;
-    if (getgrouplist(p->user, p->gid, p->groups, &p->n_groups) < 0) {
+    if (getgrouplist(p->user, p->gid, supplementary, &p->n_groups) < 0) {
         log_msg(LOG_ERROR, "--user %s: in more groups than the system allows (%d)", p->user, cap - 1);
         return -1;
     }
+    gid_t *fitted = realloc(supplementary, (size_t)p->n_groups * sizeof *supplementary);
+    if (fitted != NULL)
+        supplementary = fitted;
+    p->groups = supplementary;
     return 0;
 }
 
