@@ -83,20 +83,25 @@ enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR, READ_PARK };
  * parkable, a quiet close) instead of beginning a head that never comes.
  * Past EMPTY_LINES_MAX bytes in one wait they are bytes like any other: the
  * head has begun, and the parser skips them within --max-header-size.
- * 1 if the buffer held only empty lines, now dropped. */
+ * 1 if the buffer held only empty lines, now dropped, but for a last CR
+ * whose LF has not come yet (kept: it may also be a bare CR). */
 #define EMPTY_LINES_MAX 64
 static int drop_empty_lines(struct conn *c, size_t *dropped)
 {
     size_t i = c->in_start;
     while (i < c->in_end) {
         size_t line = c->in[i] == '\n' ? 1
-                    : c->in[i] == '\r' && i + 1 < c->in_end && c->in[i + 1] == '\n' ? 2 : 0;
+                    : c->in[i] != '\r' ? 0
+                    : i + 1 == c->in_end ? 1            /* the lone last CR */
+                    : c->in[i + 1] == '\n' ? 2 : 0;
         if (line == 0 || *dropped + (i - c->in_start) + line > EMPTY_LINES_MAX)
             return 0;
+        if (i + 1 == c->in_end && c->in[i] == '\r')
+            break;
         i += line;
     }
     *dropped += i - c->in_start;
-    c->in_start = c->in_end;
+    c->in_start = i;
     return 1;
 }
 
@@ -442,7 +447,9 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             c->idle = !started && c->requests > 0;
             /* Waiting for the first byte of a request: park the socket
              * instead of holding this handler thread (park.h). */
-            enum read_result rr = read_more(c, &deadline, &wait_start, !started && !conn_stopping);
+            /* (with nothing buffered: the park keeps no bytes) */
+            enum read_result rr = read_more(c, &deadline, &wait_start,
+                                            !started && !conn_stopping && c->in_end == c->in_start);
             if (rr == READ_PARK) {
                 c->idle = 0;
                 if (park_connection(fd, &c->peer, c->peer_len, c->requests,
