@@ -175,7 +175,7 @@ void config_usage(FILE *out)
 "                               beyond what the client can take yet (TCP_NOTSENT_LOWAT;\n"
 "                               default 32k; 0 = the system's setting)\n"
 "      --workers N              worker processes under a supervising master\n"
-"                               (default 1; 0 = one per CPU it may run on)\n"
+"                               (default 1; 0 = one per CPU, on Linux one it may run on)\n"
 "      --reuseport              give each worker its own SO_REUSEPORT listen socket\n"
 "      --shutdown-timeout SEC   time a stopping worker lets requests finish (default 10)\n"
 "      --access-log FILE        access log (default: none)" ACCESS_LOG_BUILT "\n"

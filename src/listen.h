@@ -2,10 +2,11 @@
 #ifndef COWD_LISTEN_H
 #define COWD_LISTEN_H
 
+#include <sys/types.h>
+#include <sys/socket.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stddef.h>
-#include <sys/socket.h>
 
 /* Parses "1.2.3.4:80", "[::1]:80", "*:80" or "localhost:80".  0 or -1 with a
  * reason in why. */
