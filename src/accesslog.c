@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,10 +103,8 @@ void accesslog_flush(void)
         al_len = 0;
         return;
     }
-    if (al_piped < 0) {
-        struct stat st;
-        al_piped = fstat(accesslog_fd, &st) == 0 && !S_ISREG(st.st_mode);
-    }
+    if (al_piped < 0)
+        al_piped = log_not_regular_file(accesslog_fd);
     if (al_cut && write_all("\n", 1) == 1)
         al_cut = 0;
     size_t max = al_piped ? PIPE_BUF : al_len;
@@ -125,10 +122,9 @@ void accesslog_flush(void)
 
 int accesslog_reopen(void)
 {
-    struct stat st;
     if (accesslog_fd < 0)
         return 0;
-    if (fstat(accesslog_fd, &st) == 0 && !S_ISREG(st.st_mode))
+    if (log_not_regular_file(accesslog_fd))
         return 0;                   /* a terminal, pipe or device: nothing to rotate */
     int fd = open(al_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0) {

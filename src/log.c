@@ -29,23 +29,22 @@ int log_open(const char *path)
     return 0;
 }
 
-/* A regular file: a log that can be rotated, and given to the workers. */
-static int is_regular(int fd)
+int log_not_regular_file(int fd)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    return fstat(fd, &st) == 0 && !S_ISREG(st.st_mode);
 }
 
 int log_reopen(const char *path)
 {
-    if (log_opened && !is_regular(log_fd))
+    if (log_opened && log_not_regular_file(log_fd))
         return 0;
     return log_open(path);
 }
 
 int log_file_give(int fd, uid_t uid, gid_t gid)
 {
-    return is_regular(fd) ? fchown(fd, uid, gid) : 0;
+    return log_not_regular_file(fd) ? 0 : fchown(fd, uid, gid);
 }
 
 int log_give(uid_t uid, gid_t gid)

@@ -20,6 +20,9 @@ void log_set_level(enum log_level level);
 int log_file_give(int fd, uid_t uid, gid_t gid);
 /* The same for the error log, if log_open() opened one. */
 int log_give(uid_t uid, gid_t gid);
+/* 1 if fd is open on a terminal, pipe, socket or device: no file to rotate
+ * or give away, and writes to a pipe are whole only up to PIPE_BUF. */
+int log_not_regular_file(int fd);
 
 /* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
  * on entry), like err(3).  Both write one whole line with one write(2). */
