@@ -306,6 +306,7 @@ void acceptor_run(struct acceptor *a)
         m->conn.fd = fd;
         m->conn.parked_before = 0;
         io_clock_now(&m->conn.queued);
+        m->conn.idle = (struct depot_idle){ .seq = 0 };  /* a pooled message: no wait to go on with */
         depot_submit(d, m);
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);

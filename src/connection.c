@@ -84,7 +84,8 @@ enum read_result { READ_OK, READ_EOF, READ_TIMEOUT, READ_ERROR, READ_PARK };
  * Past EMPTY_LINES_MAX bytes in one wait they are bytes like any other: the
  * head has begun, and the parser skips them within --max-header-size.
  * 1 if the buffer held only empty lines, now dropped, but for a last CR
- * whose LF has not come yet (kept: it may also be a bare CR). */
+ * whose LF has not come yet (kept: it may also be a bare CR; the park
+ * carries it, and the count, with the connection: struct depot_idle). */
 #define EMPTY_LINES_MAX 64
 static int drop_empty_lines(struct conn *c, size_t *dropped)
 {
@@ -392,6 +393,8 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     struct timeval deadline;
     int graceful = 1;
     int first_read = 1;         /* the read at hand-over is still to come */
+    /* woken from the park: the wait for its next request goes on */
+    int resumed = timerisset(&dc->idle.since);
 
     c->fd = fd;
     c->peer = dc->peer;
@@ -405,6 +408,8 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->handed_over = 1;
     io_send_stall_reset(&c->waiter);
     buff_attach(&c->out, fd);
+    if (resumed && dc->idle.held_cr)
+        c->in[c->in_end++] = '\r';
 
     for (;;) {
         struct http_request req;
@@ -415,7 +420,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         /* An idle keep-alive connection may wait keepalive_timeout for its
          * next request; once a byte arrives the head must be complete
          * within header_timeout (total, not per read: slowloris). */
-        size_t empty_dropped = 0;
+        size_t empty_dropped = resumed ? dc->idle.empty_dropped : 0;
         int started = c->in_end > c->in_start &&
                       !(c->requests > 0 && drop_empty_lines(c, &empty_dropped));
         if (conn_stopping && c->requests > 0 && !started) {
@@ -428,8 +433,15 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             break;
         }
         struct timeval wait_start;
-        io_clock_now(&wait_start);
-        unsigned long idle_seq = ++conn_idle_seq;   /* cooperative threads: in true order */
+        unsigned long idle_seq;
+        if (resumed) {
+            wait_start = dc->idle.since;
+            idle_seq = dc->idle.seq;
+            resumed = 0;
+        } else {
+            io_clock_now(&wait_start);
+            idle_seq = ++conn_idle_seq;     /* cooperative threads: in true order */
+        }
         if (started)
             c->waiter.guard_since = wait_start;
         else
@@ -446,16 +458,21 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             }
             c->idle = !started && c->requests > 0;
             /* Waiting for the first byte of a request: park the socket
-             * instead of holding this handler thread (park.h). */
-            /* (with nothing buffered: the park keeps no bytes) */
-            enum read_result rr = read_more(c, &deadline, &wait_start,
-                                            !started && !conn_stopping && c->in_end == c->in_start);
+             * instead of holding this handler thread (park.h).  Not
+             * started, nothing is buffered but maybe the lone CR of an
+             * empty line, which the park carries. */
+            enum read_result rr = read_more(c, &deadline, &wait_start, !started && !conn_stopping);
             if (rr == READ_PARK) {
                 c->idle = 0;
-                if (park_connection(fd, &c->peer, c->peer_len, c->requests,
-                                    c->requests == 0 ? cfg.header_timeout
-                                                     : cfg.keepalive_timeout,
-                                    dc->parked_before, &wait_start, idle_seq) == 0)
+                struct depot_conn idle = {
+                    .fd = fd, .peer = c->peer, .peer_len = c->peer_len,
+                    .requests = c->requests, .parked_before = dc->parked_before,
+                    .idle = { .since = wait_start, .seq = idle_seq,
+                              .empty_dropped = (unsigned)empty_dropped,
+                              .held_cr = c->in_end > c->in_start },
+                };
+                if (park_connection(&idle, c->requests == 0 ? cfg.header_timeout
+                                                            : cfg.keepalive_timeout) == 0)
                     return;         /* the park thread owns fd now */
                 rr = read_more(c, &deadline, &wait_start, 0);   /* lot full: wait here */
             }

@@ -16,6 +16,16 @@ struct handler;
 enum depot_msg_kind { DEPOT_MSG_CONN, DEPOT_MSG_DONE };
 
 /* A connection handed to a handler: a new one, or one back from parking. */
+/* The wait for a keep-alive connection's next request, carried through the
+ * park: a connection the park hands back goes on with it (its idle deadline,
+ * place in idle order and empty-line allowance are not renewed). */
+struct depot_idle {
+    struct timeval since;           /* when the wait began; 0: no wait to go on with */
+    unsigned long seq;              /* its place in idle order (park_close_oldest) */
+    unsigned empty_dropped;         /* empty-line bytes dropped in it so far */
+    int held_cr;                    /* and a last CR whose LF had not come yet */
+};
+
 struct depot_conn {
     int fd;
     struct sockaddr_storage peer;
@@ -24,6 +34,7 @@ struct depot_conn {
     int parked_before;              /* registered (disarmed) in the park's epoll set */
     struct timeval queued;          /* when handed to the depot, bytes waiting (accepted
                                        after TCP_DEFER_ACCEPT, or woken from the park) */
+    struct depot_idle idle;         /* woken from the park: the wait it was in */
 };
 
 struct depot_msg {

@@ -37,14 +37,10 @@
 #define PARK_LISTS 4            /* distinct timeout values in use */
 
 struct slot {
-    int fd;                     /* -1: free */
-    unsigned requests;
+    struct depot_conn conn;     /* as it goes back to the depot; conn.fd -1: free */
     unsigned timeout;
     time_t expires;
-    unsigned long idle_seq;     /* order in which connections fell idle */
     uint32_t gen;               /* parks into this slot so far: tells a stale event */
-    struct sockaddr_storage peer;
-    socklen_t peer_len;
     struct slot *prev, *next;   /* on its timeout list, or the free list */
 };
 
@@ -92,7 +88,7 @@ static struct fifo *fifo_for(unsigned timeout)
 static void slot_release(struct slot *s)
 {
     fifo_remove(fifo_for(s->timeout), s);
-    s->fd = -1;
+    s->conn.fd = -1;
     s->next = lot.free_list;
     lot.free_list = s;
     lot.n_parked--;
@@ -104,10 +100,10 @@ static void slot_release(struct slot *s)
  * free the same slot a second time. */
 static void unpark(struct slot *s)
 {
-    int fd = s->fd;
     /* no EPOLL_CTL_DEL: the one-shot registration fired and is disarmed;
      * the next park re-arms it with one EPOLL_CTL_MOD, and closing fd ends it */
-    struct depot_conn conn = { fd, s->peer, s->peer_len, s->requests, 1, { 0, 0 } };
+    struct depot_conn conn = s->conn;
+    conn.parked_before = 1;
     io_clock_now(&conn.queued);
     slot_release(s);
     struct depot_msg *m = depot_msg_take(lot.depot, 1);
@@ -117,7 +113,7 @@ static void unpark(struct slot *s)
 
 static void expire(struct slot *s)
 {
-    int fd = s->fd;
+    int fd = s->conn.fd;
     slot_release(s);
     close(fd);      /* idle too long: close quietly, as nginx does; ends its epoll registration too */
     depot_conn_closed(lot.depot);
@@ -177,7 +173,7 @@ static void *park_main(void *arg)
              * thread may close a slot of this batch and park a new
              * connection in it: its event is then stale, not the new one's. */
             struct slot *s = &lot.slots[(uint32_t)evs[i].data.u64];
-            if (s->fd >= 0 && s->gen == (uint32_t)(evs[i].data.u64 >> 32))
+            if (s->conn.fd >= 0 && s->gen == (uint32_t)(evs[i].data.u64 >> 32))
                 unpark(s);
         }
 #else
@@ -189,8 +185,8 @@ static void *park_main(void *arg)
         pth_nap(pth_time(0, 10000));
         unsigned n = 0;
         for (unsigned i = 0; i < lot.n_slots; i++)
-            if (lot.slots[i].fd >= 0) {
-                lot.pfds[n] = (struct pollfd){ lot.slots[i].fd, POLLIN, 0 };
+            if (lot.slots[i].conn.fd >= 0) {
+                lot.pfds[n] = (struct pollfd){ lot.slots[i].conn.fd, POLLIN, 0 };
                 lot.polled[n] = (struct polled){ i, lot.slots[i].gen };
                 n++;
             }
@@ -201,7 +197,7 @@ static void *park_main(void *arg)
                  * park another connection in it, maybe under the same fd
                  * number: a result belongs only to the park it was taken of */
                 struct slot *s = &lot.slots[lot.polled[k].idx];
-                if (lot.pfds[k].revents != 0 && s->fd == lot.pfds[k].fd &&
+                if (lot.pfds[k].revents != 0 && s->conn.fd == lot.pfds[k].fd &&
                     s->gen == lot.polled[k].gen)
                     unpark(s);
             }
@@ -248,7 +244,7 @@ int park_init(struct depot *d, unsigned slots)
     }
 #endif
     for (unsigned i = slots; i-- > 0;) {
-        lot.slots[i].fd = -1;
+        lot.slots[i].conn.fd = -1;
         lot.slots[i].next = lot.free_list;
         lot.free_list = &lot.slots[i];
     }
@@ -280,35 +276,29 @@ static int arm(int fd, unsigned idx, uint32_t gen, int parked_before)
 }
 #endif
 
-int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
-                    unsigned requests, unsigned timeout, int parked_before,
-                    const struct timeval *idle_since, unsigned long idle_seq)
+int park_connection(const struct depot_conn *conn, unsigned timeout)
 {
     struct fifo *f;
     if (lot.tid == NULL || lot.free_list == NULL || (f = fifo_for(timeout)) == NULL)
         return -1;
     struct slot *s = lot.free_list;
 #ifdef PARK_EPOLL
-    if (arm(fd, (unsigned)(s - lot.slots), s->gen + 1, parked_before) < 0) {
-        log_errno(LOG_WARN, "park: epoll_ctl arming fd %d", fd);
+    if (arm(conn->fd, (unsigned)(s - lot.slots), s->gen + 1, conn->parked_before) < 0) {
+        log_errno(LOG_WARN, "park: epoll_ctl arming fd %d", conn->fd);
         return -1;
     }
-#else
-    (void)parked_before;
 #endif
     lot.free_list = s->next;
     s->gen++;
-    s->fd = fd;
-    s->peer = *peer;
-    s->peer_len = peer_len;
-    s->requests = requests;
+    s->conn = *conn;
     s->timeout = timeout;
     /* the timeout counts from when the connection fell idle, not from the
      * park, a second later; rounded up to the second the lot works in */
-    s->expires = idle_since->tv_sec + (time_t)timeout + (idle_since->tv_usec > 0);
-    s->idle_seq = idle_seq;
+    const struct timeval *since = &conn->idle.since;
+    s->expires = since->tv_sec + (time_t)timeout + (since->tv_usec > 0);
+    unsigned long idle_seq = conn->idle.seq;
     struct slot *after = f->tail;
-    while (after != NULL && after->idle_seq > idle_seq)
+    while (after != NULL && after->conn.idle.seq > idle_seq)
         after = after->prev;
     s->prev = after;
     s->next = after != NULL ? after->next : f->head;
@@ -329,7 +319,7 @@ int park_close_oldest(void)
     for (unsigned i = 0; i < PARK_LISTS; i++) {
         /* each list is in parking order: its head is its oldest */
         struct slot *h = lot.lists[i].head;
-        if (h != NULL && (oldest == NULL || h->idle_seq < oldest->idle_seq))
+        if (h != NULL && (oldest == NULL || h->conn.idle.seq < oldest->conn.idle.seq))
             oldest = h;
     }
     if (oldest == NULL)

@@ -8,26 +8,22 @@
 #ifndef COWD_PARK_H
 #define COWD_PARK_H
 
-#include <sys/socket.h>
-#include <sys/time.h>
-
-struct depot;
+#include "depot.h"
 
 /* slots: most connections parked at once (they also count against
  * --max-connections). 0, or -1 (logged). */
 int park_init(struct depot *d, unsigned slots);
 
-/* Parks fd, which has served `requests` requests, until readable or
- * `timeout` seconds pass.  0 when parked (the lot owns fd now), -1 when the
- * lot is full or unavailable (the caller keeps fd and waits itself).
- * parked_before: the lot handed this connection back before (its
- * depot_conn said so), so re-parking it costs one re-arm, not add + delete.
- * idle_since: when the wait for its request began (the timeout counts from
- * then); idle_seq: a counter taken then, which orders connections by how
- * long they have been idle (park_close_oldest). */
-int park_connection(int fd, const struct sockaddr_storage *peer, socklen_t peer_len,
-                    unsigned requests, unsigned timeout, int parked_before,
-                    const struct timeval *idle_since, unsigned long idle_seq);
+/* Parks conn->fd until readable or `timeout` seconds pass; when readable,
+ * *conn goes back to the depot as it is (parked_before set, queued the time
+ * of the wake).  0 when parked (the lot owns fd now), -1 when the lot is full
+ * or unavailable (the caller keeps fd and waits itself).
+ * conn->parked_before: the lot handed this connection back before, so
+ * re-parking it costs one re-arm, not add + delete.  conn->idle.since: when
+ * the wait for its request began (the timeout counts from then);
+ * conn->idle.seq: a counter taken then, which orders connections by how long
+ * they have been idle (park_close_oldest). */
+int park_connection(const struct depot_conn *conn, unsigned timeout);
 
 /* Closes the connection parked longest (quietly, as at its timeout): 1, or
  * 0 if none is parked.  For an accept at --max-connections. */

@@ -20,6 +20,7 @@
 
 static struct depot *dep;
 static int served_fd[16], served_requests[16], served_parked_before[16], n_served;
+static struct depot_idle served_idle[16];
 
 static void fake_serve(void *ctx, const struct depot_conn *conn)
 {
@@ -27,6 +28,7 @@ static void fake_serve(void *ctx, const struct depot_conn *conn)
     served_fd[n_served] = conn->fd;
     served_requests[n_served] = (int)conn->requests;
     served_parked_before[n_served] = conn->parked_before;
+    served_idle[n_served] = conn->idle;
     n_served++;
 }
 
@@ -55,15 +57,23 @@ static unsigned long idle_seq;
 /* A socketpair whose end sv[0] is parked with these request count and
  * timeout, idle since now (seq: its place in idle order, 0 for the next);
  * sv[1] plays the client. */
+/* fd as a handler parks it: idle since now, next in idle order */
+static struct depot_conn idle_conn(int fd, unsigned requests, int parked_before)
+{
+    struct depot_conn conn = { .fd = fd, .peer_len = sizeof conn.peer, .requests = requests,
+                               .parked_before = parked_before,
+                               .idle = { .seq = ++idle_seq } };
+    gettimeofday(&conn.idle.since, NULL);
+    return conn;
+}
+
 static void park_pair_seq(int sv[2], unsigned requests, unsigned timeout, unsigned long seq)
 {
-    struct sockaddr_storage peer;
-    struct timeval now;
-    gettimeofday(&now, NULL);
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(sv[0], &peer, sizeof peer, requests, timeout, 0, &now,
-                                     seq != 0 ? seq : ++idle_seq), 0);
+    struct depot_conn conn = idle_conn(sv[0], requests, 0);
+    if (seq != 0)
+        conn.idle.seq = seq;
+    ck_assert_int_eq(park_connection(&conn, timeout), 0);
 }
 
 static void park_pair(int sv[2], unsigned requests, unsigned timeout)
@@ -74,11 +84,8 @@ static void park_pair(int sv[2], unsigned requests, unsigned timeout)
 /* Parks fd again as a handler does with a connection the lot gave it. */
 static void repark(int fd, int parked_before)
 {
-    struct sockaddr_storage peer;
-    struct timeval now;
-    gettimeofday(&now, NULL);
-    memset(&peer, 0, sizeof peer);
-    ck_assert_int_eq(park_connection(fd, &peer, sizeof peer, 8, 60, parked_before, &now, ++idle_seq), 0);
+    struct depot_conn conn = idle_conn(fd, 8, parked_before);
+    ck_assert_int_eq(park_connection(&conn, 60), 0);
 }
 
 START_TEST(readable_parked_socket_goes_back_to_the_depot)
@@ -95,6 +102,33 @@ START_TEST(readable_parked_socket_goes_back_to_the_depot)
     ck_assert_int_eq(served_fd[0], sv[0]);
     ck_assert_int_eq(served_requests[0], 7);        /* the keep-alive count survives */
     ck_assert_uint_eq(park_count(), 0);
+}
+END_TEST
+
+/* The wait for the next request goes on after the park: the connection
+ * comes back with when it fell idle, its place in idle order and the
+ * empty-line bytes (and a lone CR) dropped so far, so that empty lines
+ * renew neither its timeout nor their allowance. */
+START_TEST(an_unparked_connection_goes_on_with_its_wait)
+{
+    int sv[2];
+    start(4);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct depot_conn conn = idle_conn(sv[0], 3, 0);
+    conn.idle.since.tv_sec -= 5;
+    conn.idle.empty_dropped = 12;
+    conn.idle.held_cr = 1;
+    ck_assert_int_eq(park_connection(&conn, 60), 0);
+    ck_assert_int_eq(write(sv[1], "\n", 1), 1);
+    settle();
+    ck_assert_int_eq(n_served, 1);
+    ck_assert_int_eq(served_requests[0], 3);
+    ck_assert(timercmp(&served_idle[0].since, &conn.idle.since, ==));
+    ck_assert_uint_eq(served_idle[0].seq, conn.idle.seq);
+    ck_assert_uint_eq(served_idle[0].empty_dropped, 12);
+    ck_assert_int_eq(served_idle[0].held_cr, 1);
+    close(sv[0]);
+    close(sv[1]);
 }
 END_TEST
 
@@ -252,6 +286,7 @@ int main(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, readable_parked_socket_goes_back_to_the_depot);
     tcase_add_test(tc, a_socket_parked_again_is_reported_again);
+    tcase_add_test(tc, an_unparked_connection_goes_on_with_its_wait);
     tcase_add_test(tc, expired_socket_is_closed);
     tcase_add_test(tc, stop_during_an_unpark_waiting_for_a_message);
     tcase_add_test(tc, oldest_is_by_idle_order_not_parking_order);
