@@ -24,6 +24,7 @@
 
 int accesslog_fd = -1;
 static const char *al_path;
+static int al_linked = -1;          /* al_path was a symbolic link at the first open */
 static int al_format = ACCESSLOG_COMBINED;
 static char *al_buf;
 static size_t al_len;
@@ -35,7 +36,7 @@ static size_t al_time_len;
 
 int accesslog_open(const char *path, int format)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    int fd = log_file_open(path, &al_linked);
     if (fd < 0)
         return -1;
     tzset();                        /* before any chroot hides /etc/localtime */
@@ -49,7 +50,7 @@ int accesslog_chown(uid_t uid, gid_t gid)
 {
     if (accesslog_fd < 0)
         return 0;
-    return log_file_give(accesslog_fd, uid, gid);
+    return log_file_give(accesslog_fd, al_path, uid, gid);
 }
 
 static int al_piped = -1;          /* the log is a pipe or socket: -1 not looked yet */
@@ -126,7 +127,7 @@ int accesslog_reopen(void)
         return 0;
     if (log_not_regular_file(accesslog_fd))
         return 0;                   /* a terminal, pipe or device: nothing to rotate */
-    int fd = open(al_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    int fd = log_file_open(al_path, &al_linked);
     if (fd < 0) {
         log_errno(LOG_ERROR, "cannot reopen access log %s (still writing to the old file)", al_path);
         return -1;

@@ -13,19 +13,37 @@
 
 static int log_fd = 2;
 static int log_opened;              /* log_fd is a file we opened, not stderr */
+static const char *log_path;
+static int log_linked = -1;         /* log_path was a symbolic link at the first open */
 static enum log_level log_max = LOG_INFO;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
+/* A path that was a symbolic link when first opened is the administrator's
+ * choice and is followed again; one that was not is not followed when
+ * reopened: whoever may write the log directory (the workers' user, say)
+ * could otherwise point it at any file the master, as root, then appends to. */
+int log_file_open(const char *path, int *linked)
+{
+    int nofollow = *linked == 0 ? O_NOFOLLOW : 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | nofollow, 0640);
+    if (fd >= 0 && *linked < 0) {
+        struct stat st;
+        *linked = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+    }
+    return fd;
+}
+
 int log_open(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    int fd = log_file_open(path, &log_linked);
     if (fd < 0)
         return -1;
     if (log_opened)
         close(log_fd);
     log_fd = fd;
     log_opened = 1;
+    log_path = path;
     return 0;
 }
 
@@ -42,14 +60,32 @@ int log_reopen(const char *path)
     return log_open(path);
 }
 
-int log_file_give(int fd, uid_t uid, gid_t gid)
+int log_file_give(int fd, const char *path, uid_t uid, gid_t gid)
 {
-    return log_not_regular_file(fd) ? 0 : fchown(fd, uid, gid);
+    struct stat st, named;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    /* Only a file whose one name is the path itself: a link to another file
+     * put there by whoever may write the directory would get that file
+     * given away (nginx's CVE-2016-1247). */
+    if (lstat(path, &named) < 0)
+        return -1;
+    if (!S_ISREG(named.st_mode) || named.st_dev != st.st_dev || named.st_ino != st.st_ino) {
+        errno = ELOOP;
+        return -1;
+    }
+    if (st.st_nlink != 1) {
+        errno = EMLINK;
+        return -1;
+    }
+    return fchown(fd, uid, gid);
 }
 
 int log_give(uid_t uid, gid_t gid)
 {
-    return log_opened ? log_file_give(log_fd, uid, gid) : 0;
+    return log_opened ? log_file_give(log_fd, log_path, uid, gid) : 0;
 }
 
 void log_set_level(enum log_level level)

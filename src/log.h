@@ -6,18 +6,26 @@
 
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
+/* Opens a log file to append to.  *linked: -1 at the first open, which sets
+ * it (1: path was a symbolic link); a path that was not a link is not
+ * followed when reopened. */
+int  log_file_open(const char *path, int *linked);
 /* Set where messages go (default stderr) and the most verbose level shown. */
 int  log_open(const char *path);
 /* SIGUSR1: opens path again, unless the log is not a regular file (a
  * terminal, pipe or device: nothing to rotate, and the workers' user may not
  * open it).  0, or -1 with errno (the old log still in use). */
 int  log_reopen(const char *path);
+/* The wording callers add to a failed log_file_give(). */
+#define LOG_GIVE_RULE "only a regular file named by the path itself, with no other links, is given"
 void log_set_level(enum log_level level);
 
 /* Gives the log open on fd to the workers' user (uid, gid) so that they can
  * reopen it by path, if it is a regular file: a terminal, pipe or device
- * named as a log stays whose it is.  0, or -1 with errno. */
-int log_file_give(int fd, uid_t uid, gid_t gid);
+ * named as a log stays whose it is.  0, or -1 with errno: ELOOP if path does
+ * not name that file itself (a symbolic link), EMLINK if the file has other
+ * names; such a file is not given. */
+int log_file_give(int fd, const char *path, uid_t uid, gid_t gid);
 /* The same for the error log, if log_open() opened one. */
 int log_give(uid_t uid, gid_t gid);
 /* 1 if fd is open on a terminal, pipe, socket or device: no file to rotate

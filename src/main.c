@@ -125,9 +125,11 @@ int main(int argc, char **argv)
     if (priv.drop) {
         /* workers reopen the logs by path on SIGUSR1, as priv.user */
         if (cfg.error_log != NULL && log_give(priv.uid, priv.gid) < 0)
-            log_errno(LOG_WARN, "cannot give error log %s to %s:%s", cfg.error_log, priv.user, priv.group);
+            log_errno(LOG_WARN, "cannot give error log %s to %s:%s (" LOG_GIVE_RULE ")",
+                      cfg.error_log, priv.user, priv.group);
         if (accesslog_chown(priv.uid, priv.gid) < 0)
-            log_errno(LOG_WARN, "cannot give access log %s to %s:%s", cfg.access_log, priv.user, priv.group);
+            log_errno(LOG_WARN, "cannot give access log %s to %s:%s (" LOG_GIVE_RULE ")",
+                      cfg.access_log, priv.user, priv.group);
     }
 
     signal(SIGPIPE, SIG_IGN);

@@ -784,6 +784,48 @@ def _(shared):
         finish(srv)
 
 
+# A log path that is a symbolic link when cowd starts is the administrator's
+# choice: SIGUSR1 follows it again (a path that was not a link is not
+# followed when reopened: see the CVE-2016-1247 test).  A file reached through
+# a link is never given to the workers' user: as root, the new targets are
+# made theirs beforehand, as an administrator would.
+@test("workers: SIGUSR1 follows log paths that were symbolic links at start to their new targets",
+      needs=["--access-log"])
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-linked-", dir=shared.root.tmp)
+    os.chmod(d, 0o777)
+    path, err = os.path.join(d, "access.log"), os.path.join(d, "error.log")
+    os.symlink("access-1.log", path)
+    os.symlink("error-1.log", err)
+    if os.geteuid() == 0:
+        for name in ("access-2.log", "error-2.log"):
+            open(os.path.join(d, name), "wb").close()
+            os.chown(os.path.join(d, name), pwd_uid("nobody"), -1)
+    srv = Server(shared.root, ["--workers", "1", "--access-log", path, "--error-log", err])
+    srv.err_log = err
+    srv.start()
+    try:
+        srv.get("/hello.txt?first")
+        for link in (path, err):
+            os.unlink(link)
+            os.symlink(os.path.basename(link).replace(".log", "-2.log"), link)
+        srv.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: os.path.exists(os.path.join(d, "access-2.log")), 3, "the new access log")
+        time.sleep(0.3)
+        srv.get("/hello.txt?second")
+        eq(stop(srv), 0, "master exit status")
+        first = "".join(log_lines(os.path.join(d, "access-1.log")))
+        second = "".join(log_lines(os.path.join(d, "access-2.log")))
+        check("?first" in first and "?second" not in first, "first target: %r" % first)
+        check("?second" in second and "?first" not in second, "second target: %r" % second)
+        with open(os.path.join(d, "error-2.log"), "rb") as f:
+            logged = f.read()
+        check(b"worker exiting" in logged, "the error log's new target: %r" % logged[-300:])
+        check(b"cannot reopen" not in logged, "reopen errors: %r" % logged[-300:])
+    finally:
+        finish(srv)
+
+
 def proc_state(pid):
     try:
         with open("/proc/%d/status" % pid) as f:
@@ -986,6 +1028,61 @@ def _(shared):
             kill_all(p)
             os.close(out_r)
             os.close(err_r)
+
+
+# Started as root with --user, cowd gave its logs to the workers' user through
+# whatever the path named, and the master reopened them as root following
+# symbolic links: a link to another file put in a log directory that user may
+# write (a hard link beforehand, a symbolic link at rotation) made the master
+# give that file away and append log lines to it (nginx's CVE-2016-1247).
+@test("workers: a log path made a link to another file is neither given to --user nor followed at rotation",
+      needs=["--access-log"])
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    nobody = pwd_uid("nobody")
+    logdir = tempfile.mkdtemp(prefix="cowd-logdir-", dir=shared.root.tmp)
+    os.chmod(logdir, 0o755)
+    os.chown(logdir, nobody, -1)
+
+    def victim(name):
+        path = os.path.join(shared.root.tmp, "cowd-victim-%s-%d" % (name, os.getpid()))
+        with open(path, "wb") as f:
+            f.write(b"secret\n")
+        os.chmod(path, 0o600)
+        return path
+    hard = victim("hard")
+    access = os.path.join(logdir, "access.log")
+    os.link(hard, access)
+    err = os.path.join(logdir, "error.log")
+    port = cowdtest.free_port()
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
+                          "--workers", "1", "--user", "nobody", "--error-log", err, "--access-log", access],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        eq(first_get(p, port).body, HELLO, "served")
+        eq(os.stat(hard).st_uid, 0, "owner of a file with a second link as the access log")
+        eq(os.stat(err).st_uid, nobody, "owner of the error log, a file of its own")
+        with open(err, "rb") as f:
+            logged = f.read().decode("utf-8", "replace")
+        check("cannot give access log %s" % access in logged, "no error for the access log kept: %r" % logged[-500:])
+        # rotation, and a symbolic link to a root-only file where the log was
+        sym = victim("sym")
+        os.rename(err, err + ".1")
+        os.symlink(sym, err)
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+        eq(get_one(port, "/hello.txt").body, HELLO, "served after SIGUSR1")
+        eq(os.stat(sym).st_uid, 0, "owner of the file the error log was linked to at rotation")
+        with open(sym, "rb") as f:
+            eq(f.read(), b"secret\n", "the file the error log was linked to")
+        with open(err + ".1", "rb") as f:
+            logged = f.read().decode("utf-8", "replace")
+        check("cannot reopen error log %s" % err in logged, "no reopen error in the old log: %r" % logged[-500:])
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(15), 0, "master exit status")
+    finally:
+        kill_all(p)
 
 
 # The root is opened before the workers drop to --user: one the user may not
