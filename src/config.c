@@ -137,8 +137,8 @@ void config_usage(FILE *out)
 "      --root DIR               document root (default: the bundled demo site)\n"
 "      --index NAME             index file served for directories (default index.html)\n"
 "      --listing                list directories that have no index file" LISTING_BUILT "\n"
-"      --listing-max N          entries a listing shows, the first N by name; it says\n"
-"                               how many more there are (default 10000)\n"
+"      --listing-max N          entries a listing shows (default 10000)" LISTING_BUILT "\n"
+"                               the first N by name, and how many more there are\n"
 "      --symlinks-outside-root  follow symbolic links that lead out of the root\n"
 "                               (refused with 403 by default)\n"
 "      --mime-types FILE        MIME types file (default: the installed mime.types)\n"
@@ -246,6 +246,36 @@ static const char *default_path(const char *installed, const char *in_source)
     return installed;
 }
 
+/* getopt_long's '?', named as the user wrote it: argv[optind - 1] is the
+ * argument before it when the bad letter is inside a group of short options */
+static int bad_option(const char *arg)
+{
+    if (optopt > 0 && optopt < 256) {
+        fprintf(stderr, "cowd: unknown option '-%c' (see cowd --help)\n", optopt);
+        return -1;
+    }
+    for (const struct option *o = options; optopt >= 256 && o->name != NULL; o++)
+        if (o->val == optopt) {     /* glibc: a long option given a value it does not take */
+            fprintf(stderr, "cowd: option '--%s' takes no value (see cowd --help)\n", o->name);
+            return -1;
+        }
+    size_t len = strcspn(arg, "=");
+    unsigned matches = 0;
+    int exact = 0;
+    for (const struct option *o = options; len > 2 && strncmp(arg, "--", 2) == 0 && o->name != NULL; o++)
+        if (strncmp(o->name, arg + 2, len - 2) == 0) {
+            matches++;
+            exact |= o->name[len - 2] == '\0';
+        }
+    if (exact && arg[len] == '=')
+        fprintf(stderr, "cowd: option '%.*s' takes no value (see cowd --help)\n", (int)len, arg);
+    else if (matches > 1 && !exact)
+        fprintf(stderr, "cowd: option '%.*s' is ambiguous (see cowd --help)\n", (int)len, arg);
+    else
+        fprintf(stderr, "cowd: unknown option '%s' (see cowd --help)\n", arg);
+    return -1;
+}
+
 int config_parse(int argc, char **argv)
 {
     int c, idx;
@@ -260,6 +290,10 @@ int config_parse(int argc, char **argv)
         /* getopt_long sets idx only for long options; find it for short ones */
         if (c == 'l')
             idx = 0;
+        /* an unset variable in a unit file: --root "" would serve the
+         * working directory, / under systemd */
+        if ((c == 'l' || (c >= 256 && options[idx].has_arg == required_argument)) && optarg[0] == '\0')
+            return bad(options[idx].name, optarg, "must not be empty");
         switch (c) {
         case 'l': {
             /* A host name becomes its addresses here, resolved once, and
@@ -285,7 +319,14 @@ int config_parse(int argc, char **argv)
                 return bad("index", optarg, "must be a plain file name of at most 255 bytes, not . or ..");
             cfg.index_name = optarg;
             break;
-        case OPT_LISTING_MAX: NUM(listing_max, 1, 1000000, 0); break;
+        case OPT_LISTING_MAX:
+#ifdef COWD_LISTING
+            NUM(listing_max, 1, 1000000, 0);
+            break;
+#else
+            fprintf(stderr, "cowd: --listing-max: this build has no directory listings (configured with --disable-listing or --enable-minimal)\n");
+            return -1;
+#endif
         case OPT_LISTING:
 #ifdef COWD_LISTING
             cfg.listing = 1;
@@ -346,10 +387,15 @@ int config_parse(int argc, char **argv)
             return -1;
 #endif
         case OPT_LOG_FORMAT:
+#ifdef COWD_ACCESS_LOG
             if (strcmp(optarg, "common") == 0) cfg.log_format = 0;
             else if (strcmp(optarg, "combined") == 0) cfg.log_format = 1;
             else return bad("log-format", optarg, "must be common or combined");
             break;
+#else
+            fprintf(stderr, "cowd: --log-format: this build has no access log (configured with --disable-access-log or --enable-minimal)\n");
+            return -1;
+#endif
         case OPT_DAEMON: cfg.foreground = 0; break;
         case OPT_PID_FILE: cfg.pid_file = optarg; break;
         case OPT_USER: cfg.user = optarg; break;
@@ -364,8 +410,7 @@ int config_parse(int argc, char **argv)
             fprintf(stderr, "cowd: option '%s' needs a value (see cowd --help)\n", argv[optind - 1]);
             return -1;
         default:
-            fprintf(stderr, "cowd: unknown option '%s' (see cowd --help)\n", argv[optind - 1]);
-            return -1;
+            return bad_option(argv[optind - 1]);
         }
     }
     if (optind < argc) {

@@ -59,14 +59,22 @@ int privileges_resolve(struct privileges *p)
         }
         if (cfg.user != NULL) {
             struct passwd *pw = getpwnam(cfg.user);
-            if (pw == NULL || pw->pw_uid != geteuid()) {
+            if (pw == NULL) {
+                log_msg(LOG_ERROR, "--user %s: no such user", cfg.user);
+                return -1;
+            }
+            if (pw->pw_uid != geteuid()) {
                 log_msg(LOG_ERROR, "--user %s needs cowd to be started as root", cfg.user);
                 return -1;
             }
         }
         if (cfg.group != NULL) {
             gid_t g;
-            if (lookup_group(cfg.group, &g) < 0 || g != getegid()) {
+            if (lookup_group(cfg.group, &g) < 0) {
+                log_msg(LOG_ERROR, "--group %s: no such group", cfg.group);
+                return -1;
+            }
+            if (g != getegid()) {
                 log_msg(LOG_ERROR, "--group %s needs cowd to be started as root", cfg.group);
                 return -1;
             }

@@ -142,7 +142,11 @@ int static_file_init(const char *root)
     while (root_open(root, &failed) < 0) {
         if (errno == EAGAIN && ++tries < 4)
             continue;
-        log_errno(LOG_ERROR, "document root %s%s", root, failed);
+        /* inside --chroot the name is looked up there, not on the host */
+        if (cfg.chroot_dir != NULL)
+            log_errno(LOG_ERROR, "document root %s (inside --chroot %s)%s", root, cfg.chroot_dir, failed);
+        else
+            log_errno(LOG_ERROR, "document root %s%s", root, failed);
         return -1;
     }
     /* Files too large for memory keep a descriptor open in the cache; a

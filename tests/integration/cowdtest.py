@@ -619,7 +619,8 @@ TESTS = []
 # Flags of optional features, with the argument each takes: a build without
 # the feature (--enable-minimal, --disable-listing, --disable-access-log)
 # refuses the flag at start-up, and a test that needs it is skipped there.
-OPTIONAL_FLAGS = {"--listing": (), "--access-log": (os.devnull,)}
+OPTIONAL_FLAGS = {"--listing": (), "--listing-max": ("10",), "--access-log": (os.devnull,),
+                  "--log-format": ("common",)}
 _build_has = {}
 
 

@@ -155,6 +155,57 @@ def _(srv):
         check(named in lines[0], "%s: the line names %s: %r" % (args, named, lines[0]))
 
 
+# An empty value was taken as given: --root '' served the working directory
+# (/ under systemd, say, with an unset variable in the unit), --chroot ''
+# chrooted there, and the log and pid file flags failed naming the directory.
+@test("cli: an empty value for any flag is refused, naming the flag")
+def _(srv):
+    for flag in ("--root", "--chroot", "--mime-types", "--error-log", "--pid-file", "--user", "--group",
+                 "--listen", "--index", "--threads", "--log-format"):
+        port = free_port()
+        rc, out, err = run_cowd("--listen", "127.0.0.1:%d" % port, "--root", srv.root_dir, flag, "")
+        check(rc != 0, "%s '': non-zero exit (got %d)" % (flag, rc))
+        lines = [l for l in err.splitlines() if l.strip()]
+        eq(len(lines), 1, "%s '': one line on stderr (%r)" % (flag, err))
+        check(flag in lines[0] and "empty" in lines[0], "%s '': the line names it and says why: %r"
+              % (flag, lines[0]))
+
+
+# Started as another user than root, a --user or --group that does not exist
+# was reported as needing root; run as root, the same said "no such user".
+@test("cli: a --user or --group that does not exist is said so, also when not started as root")
+def _(srv):
+    def as_nobody():
+        if os.geteuid() == 0:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+    for flag, name, want in (("--user", "no-such-user-cowd", "no such user"),
+                             ("--group", "no-such-group-cowd", "no such group")):
+        p = subprocess.run([COWD, "--listen", "127.0.0.1:%d" % free_port(), "--root", "/", flag, name],
+                           capture_output=True, text=True, timeout=10, preexec_fn=as_nobody)
+        eq(p.returncode, 1, "%s %s: exit status" % (flag, name))
+        check("%s %s: %s" % (flag, name, want) in p.stderr, "%s %s: %r" % (flag, name, p.stderr[-300:]))
+
+
+# getopt's '?' was reported as "unknown option" naming argv[optind - 1]: in a
+# group of short options that is the argument before it ("-zq" after
+# "--root www" named 'www'), and a flag given a value it does not take or an
+# ambiguous prefix were called unknown.
+@test("cli: a bad option is named as written, and a value it does not take or an ambiguous prefix is said so")
+def _(srv):
+    for args, want in ((["-zh"], "unknown option '-z'"),
+                       (["--root", srv.root_dir, "-zq"], "unknown option '-z'"),
+                       (["--no-such-flag"], "unknown option '--no-such-flag'"),
+                       (["--daemon=1"], "option '--daemon' takes no value"),
+                       (["--max", "5"], "option '--max' is ambiguous")):
+        rc, out, err = run_cowd(*args)
+        eq(rc, 1, "%s: exit status" % args)
+        lines = [l for l in err.splitlines() if l.strip()]
+        eq(len(lines), 1, "%s: one line on stderr (%r)" % (args, err))
+        check(want in lines[0], "%s: %r, not %r" % (args, lines[0], want))
+
+
 @test("cli: --listen [::1]:PORT serves over IPv6")
 def _(srv):
     try:

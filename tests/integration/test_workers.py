@@ -1329,8 +1329,9 @@ def _(shared):
     # others; with their SIGCHLD already taken, the master could wait for
     # those zombies for ever.
     for attempt in range(3):
+        jailed = jail(shared)
         p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
-                              "--chroot", jail(shared), "--root", "/nonexistent", "--workers", "8",
+                              "--chroot", jailed, "--root", "/nonexistent", "--workers", "8",
                               "--shutdown-timeout", "1"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=chroot_env())
         try:
@@ -1344,6 +1345,9 @@ def _(shared):
             raise TestFailure("master still running 10 s after its workers failed (attempt %d)" % attempt)
         eq(p.returncode, 1, "exit status")
         check(b"giving up" in err, "message: %r" % err[-300:])
+        # the root is looked up inside the chroot, not on the host
+        check(("document root /nonexistent (inside --chroot %s)" % jailed).encode() in err,
+              "the error says where the root was looked for: %r" % err[-400:])
 
 
 @test("workers: --daemon reports success only once the workers serve")
