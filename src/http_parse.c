@@ -385,6 +385,29 @@ static void note_connection(const char *v, size_t n, struct header_state *hs)
     }
 }
 
+/* Expect = #expectation (RFC 9110 §10.1.1), folded across lines into one list (§5.3).
+ * Empty elements are ignored (§5.6.1), so an empty Expect is as if absent; any member
+ * other than 100-continue (parameters included) is one we cannot meet: 417. */
+static void note_expect(const char *v, size_t n, struct http_request *req, struct header_state *hs)
+{
+    size_t start = 0;
+    for (;;) {
+        size_t end = start;
+        while (end < n && v[end] != ',')
+            end++;
+        const char *elem = v + start;
+        size_t elem_len = end - start;
+        trim_ows(&elem, &elem_len);
+        if (slice_equals_ci(elem, elem_len, "100-continue"))
+            req->expect_continue = 1;
+        else if (elem_len != 0)
+            hs->expect_unsupported = 1;
+        if (end >= n)
+            break;
+        start = end + 1;
+    }
+}
+
 static void keep_first(struct http_slice *slot, const char *v, size_t n)
 {
     /* Only the first occurrence counts (for logging): later ones are ignored. */
@@ -451,12 +474,8 @@ static int parse_header_line(const char *line, size_t n, struct http_request *re
             note_transfer_encoding(value, value_len, hs);
         break;
     case 'e':
-        if (slice_equals_ci(name, name_len, "expect")) {
-            if (slice_equals_ci(value, value_len, "100-continue"))
-                req->expect_continue = 1;
-            else
-                hs->expect_unsupported = 1;
-        }
+        if (slice_equals_ci(name, name_len, "expect"))
+            note_expect(value, value_len, req, hs);
         break;
     case 'r':
         if (slice_equals_ci(name, name_len, "range"))

@@ -26,7 +26,7 @@ struct http_request {
     int has_body;                    /* Content-Length > 0 or chunked */
     int chunked;                     /* Transfer-Encoding final coding is chunked */
     uint64_t content_length;
-    int expect_continue;             /* Expect: 100-continue (case-insensitive); always 0 for HTTP/1.0 */
+    int expect_continue;             /* a 100-continue member in the Expect list (case-insensitive); always 0 for HTTP/1.0 */
     struct http_slice range, if_range, if_match, if_none_match, if_modified_since, if_unmodified_since,
                       user_agent, referer;   /* first occurrence only, OWS-trimmed; but see repeated */
     unsigned repeated;               /* HTTP_REPEATED_* bits: fields sent on more than one line */

@@ -267,6 +267,49 @@ def _(srv):
             c.expect_closed()
 
 
+@test("expect: an empty Expect, or one of empty elements only, is as if absent")
+def _(srv):
+    # RFC 9110 §5.6.1: empty list elements are ignored.  They used to be 417
+    # and a close.
+    with srv.conn() as c:
+        for hdrs in (["Expect:"], ["Expect: , ,"], ["Expect:", "Expect: \t"]):
+            c.send(request("GET", "/n1.txt", hdrs))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 200 OK", "status for %r" % hdrs)
+            eq(r.body, NUMBERED[1], "body for %r" % hdrs)
+            check(r.get("Connection") != "close", "Connection: close for %r" % hdrs)
+        # with a body: no 100 is sent, the body is read and the connection kept
+        c.send(request("GET", "/n1.txt", ["Content-Length: 4", "Expect:"], body=b"abcd")
+               + request("GET", "/n2.txt"))
+        eq(c.response().body, NUMBERED[1], "with a body")
+        eq(c.response().body, NUMBERED[2], "next request")
+        c.expect_open(0.2)
+
+
+@test("expect: 100-continue in a list with empty elements, or across lines, gets 100")
+def _(srv):
+    for hdrs in (["Expect: 100-continue,"], ["Expect: , 100-Continue ,,"],
+                 ["Expect:", "Expect: 100-continue"], ["Expect: 100-continue", "Expect: ,"]):
+        with srv.conn() as c:
+            c.send(request("GET", "/n1.txt", ["Content-Length: 4"] + hdrs))
+            r = c.response(interim=True)
+            eq(r.status_line, "HTTP/1.1 100 Continue", "interim for %r" % hdrs)
+            c.send(b"abcd" + request("GET", "/n2.txt"))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 200 OK", "final for %r" % hdrs)
+            eq(r.body, NUMBERED[1], "final body for %r" % hdrs)
+            eq(c.response().body, NUMBERED[2], "next request for %r" % hdrs)
+
+
+@test("expect: a member other than 100-continue anywhere in the list is 417")
+def _(srv):
+    for hdrs in (["Expect: 100-continue, foo"], ["Expect: foo,"], ["Expect: ,, foo"],
+                 ["Expect: 100-continue,", "Expect: foo"], ["Expect: foo", "Expect: 100-continue"],
+                 ["Expect: 100-continue;x=1"]):
+        expect_error(srv, request("GET", "/hello.txt", ["Content-Length: 4"] + hdrs),
+                     "HTTP/1.1 417 Expectation Failed")
+
+
 @test("expect: 100-continue without a body gets no 100")
 def _(srv):
     with srv.conn() as c:

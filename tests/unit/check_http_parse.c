@@ -699,8 +699,36 @@ START_TEST(expect_header)
     ck_assert_int_eq(r.expect_continue, 0);
     EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n", 417);
     EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue, x\r\n\r\n", 417);
-    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect:\r\n\r\n", 417);
     EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nExpect: foo\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: foo\r\nExpect: 100-continue\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: foo,\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: ,,foo\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue;a=b\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue=1\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue x\r\n\r\n", 417);
+    EXPECT_STATUS("PUT /u HTTP/1.0\r\nExpect: , foo\r\n\r\n", 417);
+
+    /* Expect is a list (RFC 9110 §10.1.1): empty elements are ignored (§5.6.1), so an
+     * empty value is as if absent, and lines add up to one list (§5.3). */
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect:\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 0);
+    ck_assert_int_eq(r.keep_alive, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect:  \t \r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 0);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: , ,\t,\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 0);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nExpect: 100-continue,\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: , \t100-CONTINUE\t ,,\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue, 100-continue\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect:\r\nExpect: 100-continue\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nExpect: ,\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 1);
+    r = EXPECT_OK("PUT /u HTTP/1.0\r\nExpect: 100-continue,\r\n\r\n");
+    ck_assert_int_eq(r.expect_continue, 0);
     /* a framing error is reported before the failed expectation */
     EXPECT_STATUS("PUT /u HTTP/1.1\r\nHost: h\r\nExpect: foo\r\nContent-Length: x\r\n\r\n", 400);
 }
