@@ -147,9 +147,10 @@ static int valid_ipv6(const char *s, size_t n)
     return inet_pton(AF_INET6, tmp, addr) == 1;
 }
 
-/* uri-host [ ":" port ]. Stricter than RFC 3986 on two points, like nginx: the host must be
- * non-empty (RFC 9110 §4.2.1 requires it for http URIs anyway) and a ':' must be followed by
- * a port of 1-5 digits <= 65535. */
+/* uri-host [ ":" port ]. Stricter than RFC 3986 on two points: the host must be non-empty
+ * (RFC 9110 §4.2.1 requires it for http URIs anyway; nginx too) and a port has at most 5
+ * digits and is <= 65535. An empty port is the same as none (RFC 3986 §3.2.3: port = *DIGIT;
+ * nginx accepts "a:" too), except where the port is required (CONNECT has no default). */
 static int valid_authority(const char *s, size_t n, int port_required)
 {
     size_t host_end;
@@ -171,7 +172,9 @@ static int valid_authority(const char *s, size_t n, int port_required)
     if (s[host_end] != ':')
         return 0;
     size_t port_len = n - host_end - 1;
-    if (port_len == 0 || port_len > 5)
+    if (port_len == 0)
+        return !port_required;
+    if (port_len > 5)
         return 0;
     unsigned port = 0;
     for (size_t i = host_end + 1; i < n; i++) {

@@ -56,6 +56,32 @@ def _(srv):
         eq(srv.get("/hello.txt", host=h).status, 200, "Host " + h)
 
 
+@test("parse: Host and absolute-form with an empty port are accepted")
+def _(srv):
+    # RFC 3986 §3.2.3: port = *DIGIT, an empty port is the same as none.
+    # They used to be 400 and a close.
+    with srv.conn() as c:
+        for h in ("localhost:", "127.0.0.1:", "[::1]:"):
+            c.send(request("GET", "/hello.txt", host=h))
+            r = c.response()
+            eq(r.status_line, "HTTP/1.1 200 OK", "Host " + h)
+            eq(r.body, HELLO, "body for Host " + h)
+            check(r.get("Connection") != "close", "Connection: close for Host " + h)
+        c.send(request("GET", "http://a:/hello.txt", host="other.example"))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "http://a:/hello.txt")
+        eq(r.body, HELLO, "body for http://a:/hello.txt")
+        c.send(request("GET", "http://a:?x", host="a:"))
+        r = c.response()
+        eq(r.status_line, "HTTP/1.1 200 OK", "http://a:?x")
+        c.send(request("GET", "/n2.txt"))
+        eq(c.response().body, NUMBERED[2], "next request on the same connection")
+    # an empty host, or a second colon, is still malformed
+    for h in (":", "a::", "[::1]::"):
+        expect_error(srv, request("GET", "/hello.txt", host=h), BAD)
+    expect_error(srv, request("GET", "http://:/hello.txt"), BAD)
+
+
 @test("parse: absolute-form target works and takes precedence over Host")
 def _(srv):
     r = srv.get("http://example.com/hello.txt", host="other.example")

@@ -370,13 +370,21 @@ START_TEST(absolute_form)
     /* HTTP/1.0 absolute-form without Host */
     r = EXPECT_OK("GET http://a/p HTTP/1.0\r\n\r\n");
     ck_assert(slice_is(r.host, "a"));
+    /* port = *DIGIT: an empty port is the same as none (RFC 3986 §3.2.3) */
+    r = EXPECT_OK("GET http://a:/f.txt HTTP/1.1\r\nHost: b\r\n\r\n");
+    ck_assert(slice_is(r.host, "a:"));
+    ck_assert(slice_is(r.path, "/f.txt"));
+    r = EXPECT_OK("GET http://[::1]:?q HTTP/1.1\r\nHost: b\r\n\r\n");
+    ck_assert(slice_is(r.path, "/"));
+    ck_assert(slice_is(r.query, "q"));
+    EXPECT_STATUS("GET http://:/p HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("GET http://h::/p HTTP/1.1\r\nHost: h\r\n\r\n", 400);
 
     EXPECT_STATUS("GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http://:80/p HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http://h:x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
-    EXPECT_STATUS("GET http://h:/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http://h:65536/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http://[zz]/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET http://h<x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
@@ -404,6 +412,9 @@ START_TEST(other_target_forms)
     r = EXPECT_OK("CONNECT [2001:db8::1]:443 HTTP/1.1\r\nHost: h\r\n\r\n");
     ck_assert_int_eq(r.target_form, HTTP_TARGET_AUTHORITY);
     EXPECT_STATUS("CONNECT h.example HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    /* CONNECT has no default port (RFC 9110 §9.3.6): an empty one is still refused */
+    EXPECT_STATUS("CONNECT h.example: HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    EXPECT_STATUS("CONNECT [::1]: HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("CONNECT / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("CONNECT http://h:443/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     EXPECT_STATUS("GET h.example:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
@@ -573,7 +584,9 @@ START_TEST(host_rules)
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", 400);
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: ..\r\n\r\n", 400);
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: a..b\r\n\r\n", 400);
-    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: :\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h::\r\n\r\n", 400);
+    EXPECT_STATUS("GET / HTTP/1.1\r\nHost: [::1]::\r\n\r\n", 400);
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:123456\r\n\r\n", 400);
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:65536\r\n\r\n", 400);
     EXPECT_STATUS("GET / HTTP/1.1\r\nHost: h:8a\r\n\r\n", 400);
@@ -588,6 +601,13 @@ START_TEST(host_rules)
 
     struct http_request r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h:65535\r\n\r\n");
     ck_assert(slice_is(r.host, "h:65535"));
+    /* port = *DIGIT: an empty port is the same as none (RFC 3986 §3.2.3) */
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: h:\r\n\r\n");
+    ck_assert(slice_is(r.host, "h:"));
+    r = EXPECT_OK("GET / HTTP/1.1\r\nHost: [::1]:\r\n\r\n");
+    ck_assert(slice_is(r.host, "[::1]:"));
+    r = EXPECT_OK("GET / HTTP/1.0\r\nHost: 192.0.2.1:\r\n\r\n");
+    ck_assert(slice_is(r.host, "192.0.2.1:"));
     r = EXPECT_OK("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
     ck_assert(slice_is(r.host, "[::1]:8080"));
     r = EXPECT_OK("GET / HTTP/1.1\r\nHost: [::ffff:1.2.3.4]\r\n\r\n");
