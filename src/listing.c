@@ -212,7 +212,7 @@ void listing_send(struct conn *c, const struct http_request *req, int dir_fd, co
     response_begin(c, req, 200);
     response_header(c, "Content-Type", "text/html; charset=utf-8");
     response_header_u64(c, "Content-Length", count.len);
-    response_header(c, "Cache-Control", "no-cache");
+    response_header(c, "Cache-Control", LISTING_CACHE_CONTROL);
     response_end_headers(c);
     if (req->method != HTTP_HEAD) {
         struct page send = { &c->out, 0 };

@@ -5,6 +5,10 @@
 #include "connection.h"
 #include "http_parse.h"
 
+/* A listing follows its directory, so caches must ask before reusing one. The 304 to
+ * If-None-Match sends it too (RFC 9110 §15.4.5: a 304 has the 200's Cache-Control). */
+#define LISTING_CACHE_CONTROL "no-cache"
+
 /* Answers with a sorted HTML listing of the directory open as dir_fd, whose
  * decoded path (from the root, no trailing slash except "/") is dir_path. */
 void listing_send(struct conn *c, const struct http_request *req, int dir_fd, const char *dir_path);

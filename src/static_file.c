@@ -484,6 +484,7 @@ static void send_listing(struct conn *c, const struct http_request *req, int dir
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);
+        response_header(c, "Cache-Control", LISTING_CACHE_CONTROL);   /* as the 200's (listing.h) */
         response_end_headers(c);
     } else if (cond == 412) {
         response_error(c, req, 412, NULL, NULL);

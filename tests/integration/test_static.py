@@ -647,6 +647,26 @@ def _(srv):
     srv.assert_alive()
 
 
+# RFC 9110 §15.4.5: a 304 carries the Cache-Control the 200 would have.
+# It used to have none, so a cache could store the listing as fresh.
+@test("dir: --listing's 304 carries the 200's Cache-Control: no-cache", args=["--listing"])
+def _(srv):
+    r = srv.get("/noindex/")
+    eq(r.status, 200, "listing")
+    eq(r.all("Cache-Control"), ["no-cache"], "Cache-Control of the 200")
+    for method in ("GET", "HEAD"):
+        r = srv.req(method, "/noindex/", ["If-None-Match: *"])
+        eq(r.status, 304, "%s with If-None-Match: *" % method)
+        eq(r.all("Cache-Control"), ["no-cache"], "Cache-Control of the 304 to %s" % method)
+        check(not r.has("ETag") and not r.has("Last-Modified"), "validators on a listing's 304")
+    # a file's 304 has no Cache-Control, as its 200 has none
+    r = srv.get("/hello.txt")
+    check(not r.has("Cache-Control"), "Cache-Control on a file's 200")
+    r = srv.get("/hello.txt", ["If-None-Match: " + r.get("ETag")])
+    eq(r.status, 304, "file 304")
+    check(not r.has("Cache-Control"), "Cache-Control on a file's 304")
+
+
 @test("dir: --listing escapes the directory name in the title", args=["--listing"])
 def _(srv):
     srv.root.write("l<&>d/f.txt", b"f")
