@@ -6,12 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "log.h"
 
 static int ready_fd = -1;
+/* The pid file's lock is an fcntl(2) record lock, not flock(2): it is the
+ * master's alone (a fork does not inherit it), so workers still draining
+ * after the master died cannot keep a restarted server out; and it goes with
+ * the master whatever way it ends, so a file left behind by a crash is taken
+ * over.  It is lost if the master closes any descriptor of the file, so
+ * pid_fd is the only one, kept until daemon_remove_pid_file(). */
+static int pid_fd = -1;
 static const char *pid_path;
 static pid_t pid_owner;
 
@@ -78,24 +86,102 @@ void daemon_ready(void)
     ready_fd = -1;
 }
 
-int daemon_write_pid_file(const char *path)
+/* The pid written in the pid file open on fd, or 0 if there is none (yet). */
+static long pid_in_file(int fd)
 {
     char buf[32];
-    int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        log_errno(LOG_ERROR, "cannot create pid file %s", path);
-        return -1;
-    }
-    if (write(fd, buf, (size_t)n) != n) {
-        log_errno(LOG_ERROR, "cannot write pid file %s", path);
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long pid = strtol(buf, &end, 10);
+    if (errno != 0 || end == buf || pid <= 0 || (*end != '\n' && *end != '\0'))
+        return 0;
+    return pid;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int daemon_write_pid_file(const char *path)
+{
+    /* A holder that is exiting may unlink the file between our open and our
+     * lock: the lock would then be on a file nobody can find.  Check that
+     * path still names the locked file, and try again if not. */
+    for (int tries = 0;; tries++) {
+        if (tries == 5) {
+            log_msg(LOG_ERROR, "pid file %s keeps being replaced: is another cowd starting with it?",
+                    path);
+            return -1;
+        }
+        /* no O_TRUNC: the file may be a running server's; O_NOFOLLOW: opened
+         * as root, perhaps in a directory others can write; O_NONBLOCK: a
+         * FIFO put there must not hang the start */
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            log_errno(LOG_ERROR, "cannot open pid file %s", path);
+            return -1;
+        }
+        struct stat st, now;
+        if (fstat(fd, &st) < 0) {
+            log_errno(LOG_ERROR, "cannot stat pid file %s", path);
+            close(fd);
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            log_msg(LOG_ERROR, "pid file %s is not a regular file", path);
+            close(fd);
+            return -1;
+        }
+        struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+        if (fcntl(fd, F_SETLK, &fl) < 0) {
+            if (errno != EACCES && errno != EAGAIN) {
+                log_errno(LOG_ERROR, "cannot lock pid file %s", path);
+                close(fd);
+                return -1;
+            }
+            /* the lock's holder; failing that (0 from another pid
+             * namespace) what the file says */
+            long holder = 0;
+            struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+            if (fcntl(fd, F_GETLK, &q) == 0) {
+                if (q.l_type == F_UNLCK) {      /* the holder just ended */
+                    close(fd);
+                    continue;
+                }
+                holder = (long)q.l_pid;
+            }
+            if (holder <= 0)
+                holder = pid_in_file(fd);
+            if (holder > 0)
+                log_msg(LOG_ERROR, "pid file %s is held by running process %ld: is another cowd "
+                        "using it? Each server needs its own --pid-file", path, holder);
+            else
+                log_msg(LOG_ERROR, "pid file %s is held by another running process: is another "
+                        "cowd using it? Each server needs its own --pid-file", path);
+            close(fd);
+            return -1;
+        }
+        if (stat(path, &now) == 0 && same_file(&st, &now)) {
+            pid_fd = fd;
+            break;
+        }
         close(fd);
-        unlink(path);
-        return -1;
     }
-    if (close(fd) < 0) {
+
+    /* ours now: a stale file (its process gone, its lock with it) is
+     * overwritten, as is one that names a live process but is not locked */
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+    if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, buf, (size_t)n, 0) != n) {
         log_errno(LOG_ERROR, "cannot write pid file %s", path);
-        unlink(path);
+        unlink(path);                   /* still locked: no one else's yet */
+        close(pid_fd);
+        pid_fd = -1;
         return -1;
     }
     pid_path = path;
@@ -103,9 +189,27 @@ int daemon_write_pid_file(const char *path)
     return 0;
 }
 
+void daemon_close_pid_file(void)
+{
+    /* a worker's close cannot drop the master's lock (fcntl locks are per
+     * process); it keeps a root-opened, writable file from the workers */
+    if (pid_fd >= 0)
+        close(pid_fd);
+    pid_fd = -1;
+    pid_path = NULL;
+}
+
 void daemon_remove_pid_file(void)
 {
-    if (pid_path != NULL && pid_owner == getpid() && unlink(pid_path) < 0 && errno != ENOENT)
+    if (pid_fd < 0 || pid_owner != getpid())
+        return;
+    /* Only the file we hold locked, naming us: were it removed by hand and
+     * another server started since, path would be that one's. */
+    struct stat held, now;
+    if (fstat(pid_fd, &held) == 0 && stat(pid_path, &now) == 0 && same_file(&held, &now) &&
+        pid_in_file(pid_fd) == (long)getpid() && unlink(pid_path) < 0 && errno != ENOENT)
         log_errno(LOG_WARN, "cannot remove pid file %s", pid_path);
+    close(pid_fd);                      /* unlocks it, now that it is gone */
+    pid_fd = -1;
     pid_path = NULL;
 }

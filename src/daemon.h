@@ -14,8 +14,14 @@ void daemon_ready(void);
  * waiting by it if the master dies. */
 void daemon_close_ready_pipe(void);
 
-/* Writes getpid() to path (0, or -1 logged); daemon_remove_pid_file() at exit. */
+/* Takes a write lock on path (fcntl, kept while the master runs) and writes
+ * getpid() to it: 0, or -1 logged, also when another running process holds
+ * the lock.  A stale file, whose holder is gone, is taken over. */
 int daemon_write_pid_file(const char *path);
+/* In a worker: closes its copy of the pid file's descriptor. */
+void daemon_close_pid_file(void);
+/* At the master's exit: unlinks path if it is still the file this process
+ * locked and still names it, then lets the lock go. */
 void daemon_remove_pid_file(void);
 
 #endif

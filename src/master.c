@@ -94,6 +94,7 @@ static pid_t spawn(unsigned s)
         struct worker_setup ws;
         close(life[1]);
         daemon_close_ready_pipe();      /* only the master reports start-up */
+        daemon_close_pid_file();
         close(ready_pipe[0]);
         ws.life_fd = life[0];
         ws.ready_fd = ready_pipe[1];

@@ -1178,6 +1178,146 @@ def _(shared):
     check(b"--error-log" in p.stderr, "message: %r" % p.stderr)
 
 
+def read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def dead_pid():
+    """The pid of a process that has ended (and been reaped)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def alive(pid):
+    """pid runs (a zombie, killed but not yet reaped by init, does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def stop_daemon(pid, pidf):
+    """SIGTERM to a --daemon master; waits for it and its pid file to go."""
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not alive(pid), 10, "the master to exit")
+    check(not os.path.exists(pidf), "the pid file is left behind")
+
+
+@test("workers: --pid-file held by a running server: a second one refuses to start; a stale one is taken over")
+def _(shared):
+    # Before: the second started, truncated the first's pid file and wrote
+    # its own pid there; whichever stopped first removed the file, naming the
+    # other or not, and the running one had none.
+    d = tempfile.mkdtemp(prefix="cowd-pidlock-", dir=shared.root.tmp)
+    pid, port, pidf, err = run_daemon(d, ["--root", shared.root.path, "--workers", "2"])
+    others = []
+    try:
+        check(pid is not None, "no pid in the pid file")
+        want = "pid file %s is held by running process %d" % (pidf, pid)
+        # in the foreground, the error on standard error
+        p = subprocess.Popen([cowdtest.COWD, "--pid-file", pidf, "--root", shared.root.path,
+                              "--listen", "127.0.0.1:%d" % cowdtest.free_port()],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        others.append(p.pid)
+        try:
+            _, out = p.communicate(timeout=10 * cowdtest.SLOW)
+        except subprocess.TimeoutExpired:
+            kill_all(p)
+            raise TestFailure("a second server started on a pid file in use")
+        check(p.returncode != 0, "exit status 0 of a second server on the same pid file")
+        check(want in out.decode("utf-8", "replace"), "the error does not name the pid file and its "
+              "holder (%r): %r" % (want, out[-400:]))
+        # with --daemon, in its error log
+        err2 = os.path.join(d, "error2.log")
+        rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", pidf, "--error-log", err2,
+                              "--root", shared.root.path, "--listen", "127.0.0.1:%d" % cowdtest.free_port()],
+                             timeout=10 * cowdtest.SLOW)
+        if rc == 0 and read_pid(pidf) not in (None, pid):
+            others.append(read_pid(pidf))
+        check(rc != 0, "exit status 0 of cowd --daemon on a pid file in use")
+        with open(err2) as f:
+            log2 = f.read()
+        check(want in log2, "the error log does not name the pid file and its holder (%r): %r"
+              % (want, log2[-400:]))
+        # the first is untouched
+        check(os.path.exists("/proc/%d" % pid), "the first server is gone")
+        eq(read_pid(pidf), pid, "pid in the pid file")
+        eq(get_one(port, "/hello.txt").body, HELLO, "served by the first server")
+        # no worker holds the (root-opened, writable) pid file open
+        for w in children(pid):
+            fds = "/proc/%d/fd" % w
+            for fd in os.listdir(fds):
+                try:
+                    check(os.readlink(os.path.join(fds, fd)) != pidf,
+                          "worker %d has the pid file open (descriptor %s)" % (w, fd))
+                except FileNotFoundError:
+                    pass
+        stop_daemon(pid, pidf)
+        # a stale pid file: its process gone, no lock
+        gone = dead_pid()
+        with open(pidf, "w") as f:
+            f.write("%d\n" % gone)
+        pid, port, pidf, err = run_daemon(d, ["--root", shared.root.path, "--workers", "1"])
+        check(pid is not None and pid != gone, "the stale pid file was not rewritten: %r" % pid)
+        check(os.path.exists("/proc/%d" % pid), "pid file names no live process")
+        eq(get_one(port, "/hello.txt").body, HELLO, "served after taking over a stale pid file")
+        stop_daemon(pid, pidf)
+    finally:
+        kill_daemon(pid)
+        for o in others:
+            kill_daemon(o)
+
+
+@test("workers: --pid-file: a master killed with SIGKILL leaves a file the next one takes over")
+def _(shared):
+    # The lock is the master's alone (fcntl, not flock): workers outliving
+    # a killed master must not keep the next one from starting.
+    d = tempfile.mkdtemp(prefix="cowd-pidkill-", dir=shared.root.tmp)
+    pid, port, pidf, err = run_daemon(d, ["--root", shared.root.path, "--workers", "2"])
+    pid2 = None
+    try:
+        check(pid is not None, "no pid in the pid file")
+        workers = children(pid)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not alive(pid), 10, "the master to die")
+        eq(read_pid(pidf), pid, "pid in the pid file left behind")
+        pid2, port2, _, _ = run_daemon(d, ["--root", shared.root.path, "--workers", "1"])
+        check(pid2 is not None and pid2 != pid, "the left-behind pid file was not rewritten: %r" % pid2)
+        eq(get_one(port2, "/hello.txt").body, HELLO, "served by the new master")
+        stop_daemon(pid2, pidf)
+        for w in workers:
+            wait_for(lambda: not os.path.exists("/proc/%d" % w), 10, "the old workers to stop")
+    finally:
+        kill_daemon(pid2)
+        kill_daemon(pid)
+
+
+@test("workers: --pid-file removed by hand and reused by another server: the first leaves it at exit")
+def _(shared):
+    # Before: the first to stop unlinked the path, whoever's file it was.
+    d = tempfile.mkdtemp(prefix="cowd-pidreuse-", dir=shared.root.tmp)
+    pid, port, pidf, err = run_daemon(d, ["--root", shared.root.path, "--workers", "1"])
+    pid2 = None
+    try:
+        check(pid is not None, "no pid in the pid file")
+        os.unlink(pidf)
+        pid2, port2, _, _ = run_daemon(d, ["--root", shared.root.path, "--workers", "1"])
+        check(pid2 is not None and pid2 != pid, "no pid in the new pid file: %r" % pid2)
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the first master to exit")
+        eq(read_pid(pidf), pid2, "pid in the pid file after the first server stopped")
+        stop_daemon(pid2, pidf)
+    finally:
+        kill_daemon(pid2)
+        kill_daemon(pid)
+
+
 @test("workers: SIGHUP makes the new workers re-read --mime-types")
 def _(shared):
     d = tempfile.mkdtemp(prefix="cowd-mime-", dir=shared.root.tmp)
