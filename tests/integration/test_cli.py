@@ -57,13 +57,32 @@ def _(srv):
     rc, out, err = run_cowd("--help")
     flags = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", out)))
     check(len(flags) > 30, "flags found in --help: %r" % flags)
-    with open(os.path.join(SRCDIR, "src", "cowd.8")) as f:
+    # the source of the page; the build makes src/cowd.8 from it (paths filled in)
+    with open(os.path.join(SRCDIR, "src", "cowd.8.in")) as f:
         man = f.read().replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
     with open(os.path.join(SRCDIR, "README")) as f:
         readme = f.read()
     missing = [(fl, where) for fl in flags for where, text in (("man page", man), ("README", readme))
                if not re.search(re.escape(fl) + r"(?![a-z0-9-])", text)]
     eq(missing, [], "flags of --help missing from the documentation")
+
+
+@test("cli: the built man page names the directories the binary was built with")
+def _(srv):
+    page = os.path.join(os.path.dirname(COWD), "cowd.8")
+    if not os.path.isfile(page):
+        raise TestSkip("no built man page beside $COWD (%s)" % page)
+    with open(page) as f:
+        man = f.read()
+    left = re.findall(r"@[a-z_]+@", man)
+    eq(left, [], "placeholders of cowd.8.in left in the built page")
+    files = man.split(".SH FILES", 1)[-1].split(".SH ", 1)[0]
+    mime = re.search(r"^\.I (/\S*/mime\.types)$", files, re.M)
+    check(mime is not None, "FILES names mime.types by an absolute path: %r" % files)
+    with open(COWD, "rb") as f:
+        image = f.read()
+    check(mime.group(1).encode() in image,
+          "the binary's default --mime-types is %s, as the man page says" % mime.group(1))
 
 
 @test("cli: --version names the version, the Pth backend and the park")
@@ -96,26 +115,31 @@ def _(srv):
             check(s.connect_ex(("127.0.0.1", port)) != 0, "%s: nothing listens on the port" % flag)
 
 
-@test("cli: the minimal build is the size the README gives (stripped, gcc, x86-64)")
+@test("cli: the default or minimal build is the size the README gives (stripped, gcc, x86-64)")
 def _(srv):
-    if any(build_has(f) for f in OPTIONAL_FLAGS):
-        raise TestSkip("not an --enable-minimal build")
+    built = [build_has(f) for f in OPTIONAL_FLAGS]
+    if not any(built):
+        which, pattern = "minimal", r"`--enable-minimal` builds a (\d+) KB \(stripped"
+    elif all(built):
+        which, pattern = "default", r"The default build is (\d+) KB"
+    else:
+        raise TestSkip("neither the default nor the --enable-minimal feature set")
     if platform.machine() != "x86_64" or shutil.which("strip") is None:
-        raise TestSkip("the README's figure is for x86-64, stripped with strip(1)")
+        raise TestSkip("the README's figures are for x86-64, stripped with strip(1)")
     with open(COWD, "rb") as f:
         image = f.read()
     if b"libasan" in image or b"clang version" in image:
-        raise TestSkip("a sanitizer or clang build; the README's figure is gcc's plain build")
+        raise TestSkip("a sanitizer or clang build; the README's figures are gcc's plain build")
     with open(os.path.join(SRCDIR, "README"), encoding="utf-8") as f:
-        m = re.search(r"`--enable-minimal` builds a (\d+) KB \(stripped", f.read())
-    check(m is not None, "README states the minimal build's size")
+        m = re.search(pattern, f.read())
+    check(m is not None, "README states the %s build's size" % which)
     stated = int(m.group(1)) * 1000
     with tempfile.TemporaryDirectory() as d:
         stripped = os.path.join(d, "cowd")
         subprocess.run(["strip", "-o", stripped, COWD], check=True, timeout=30)
         size = os.path.getsize(stripped)
     check(0.9 * stated <= size <= 1.1 * stated,
-          "stripped minimal cowd is %d bytes; the README says %d KB" % (size, stated // 1000))
+          "stripped %s cowd is %d bytes; the README says %d KB" % (which, size, stated // 1000))
 
 
 # A directory given as --mime-types was reported as "File too large" (its
