@@ -129,7 +129,7 @@ int accesslog_reopen(void)
         return 0;                   /* a terminal, pipe or device: nothing to rotate */
     int fd = log_file_open(al_path, &al_linked);
     if (fd < 0) {
-        log_errno(LOG_ERROR, "cannot reopen access log %s (still writing to the old file)", al_path);
+        log_errno(LOG_ERROR, "cannot reopen access log %s (" LOG_REOPEN_RULE ")", al_path);
         return -1;
     }
     accesslog_flush();

@@ -246,30 +246,29 @@ static const char *default_path(const char *installed, const char *in_source)
     return installed;
 }
 
-/* getopt_long's '?', named as the user wrote it: argv[optind - 1] is the
- * argument before it when the bad letter is inside a group of short options */
+/* getopt_long's '?' (and the BSDs' ':' for a value given to a flag that
+ * takes none), named as the user wrote it.  arg is argv[optind - 1]: the
+ * argument before the bad letter when it is inside a group of short options;
+ * optopt is that letter, or (glibc) the val of a long option given a value. */
 static int bad_option(const char *arg)
 {
-    if (optopt > 0 && optopt < 256) {
-        fprintf(stderr, "cowd: unknown option '-%c' (see cowd --help)\n", optopt);
-        return -1;
-    }
-    for (const struct option *o = options; optopt >= 256 && o->name != NULL; o++)
-        if (o->val == optopt) {     /* glibc: a long option given a value it does not take */
-            fprintf(stderr, "cowd: option '--%s' takes no value (see cowd --help)\n", o->name);
-            return -1;
-        }
     size_t len = strcspn(arg, "=");
+    const struct option *named = NULL, *exact = NULL;
     unsigned matches = 0;
-    int exact = 0;
     for (const struct option *o = options; len > 2 && strncmp(arg, "--", 2) == 0 && o->name != NULL; o++)
         if (strncmp(o->name, arg + 2, len - 2) == 0) {
             matches++;
-            exact |= o->name[len - 2] == '\0';
+            named = o;
+            if (o->name[len - 2] == '\0')
+                exact = o;
         }
-    if (exact && arg[len] == '=')
-        fprintf(stderr, "cowd: option '%.*s' takes no value (see cowd --help)\n", (int)len, arg);
-    else if (matches > 1 && !exact)
+    if (exact != NULL)
+        named = exact, matches = 1;
+    if (matches == 1 && arg[len] == '=' && (optopt == 0 || optopt == named->val))
+        fprintf(stderr, "cowd: option '--%s' takes no value (see cowd --help)\n", named->name);
+    else if (optopt > 0 && optopt < 256 && (matches != 1 || optopt != named->val))
+        fprintf(stderr, "cowd: unknown option '-%c' (see cowd --help)\n", optopt);
+    else if (matches > 1)
         fprintf(stderr, "cowd: option '%.*s' is ambiguous (see cowd --help)\n", (int)len, arg);
     else
         fprintf(stderr, "cowd: unknown option '%s' (see cowd --help)\n", arg);
@@ -407,6 +406,9 @@ int config_parse(int argc, char **argv)
                    COWD_BACKEND, COWD_PARK);
             return 1;
         case ':':
+            /* the BSDs' getopt_long: a value given to a flag that takes none */
+            if (strncmp(argv[optind - 1], "--", 2) == 0 && strchr(argv[optind - 1], '=') != NULL)
+                return bad_option(argv[optind - 1]);
             fprintf(stderr, "cowd: option '%s' needs a value (see cowd --help)\n", argv[optind - 1]);
             return -1;
         default:

@@ -21,15 +21,33 @@ static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 /* A path that was a symbolic link when first opened is the administrator's
  * choice and is followed again; one that was not is not followed when
- * reopened: whoever may write the log directory (the workers' user, say)
- * could otherwise point it at any file the master, as root, then appends to. */
+ * reopened, and what it names then must be a regular file with no other
+ * links: whoever may write the log directory (the workers' user, say) could
+ * otherwise link it to any file the master, as root, then appends to, or
+ * put a FIFO there that would hang the master's open. */
 int log_file_open(const char *path, int *linked)
 {
-    int nofollow = *linked == 0 ? O_NOFOLLOW : 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | nofollow, 0640);
-    if (fd >= 0 && *linked < 0) {
+    const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+    if (*linked < 0) {              /* at start: the administrator's path, as it is */
+        int fd = open(path, flags, 0640);
         struct stat st;
-        *linked = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+        if (fd >= 0)
+            *linked = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+        return fd;
+    }
+    int fd = open(path, flags | O_NONBLOCK | (*linked ? 0 : O_NOFOLLOW), 0640);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int refused = fstat(fd, &st) < 0 ? errno
+                : !S_ISREG(st.st_mode) ? ENODEV
+                : !*linked && st.st_nlink != 1 ? EMLINK : 0;
+    if (refused == 0 && fcntl(fd, F_SETFL, O_APPEND) < 0)     /* O_NONBLOCK off */
+        refused = errno;
+    if (refused != 0) {
+        close(fd);
+        errno = refused;
+        return -1;
     }
     return fd;
 }

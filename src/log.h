@@ -7,8 +7,9 @@
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 /* Opens a log file to append to.  *linked: -1 at the first open, which sets
- * it (1: path was a symbolic link); a path that was not a link is not
- * followed when reopened. */
+ * it (1: path was a symbolic link).  Reopened, a path that was not a link is
+ * not followed (ELOOP), and must name a regular file (else ENODEV) with no
+ * other links (else EMLINK). */
 int  log_file_open(const char *path, int *linked);
 /* Set where messages go (default stderr) and the most verbose level shown. */
 int  log_open(const char *path);
@@ -16,8 +17,10 @@ int  log_open(const char *path);
  * terminal, pipe or device: nothing to rotate, and the workers' user may not
  * open it).  0, or -1 with errno (the old log still in use). */
 int  log_reopen(const char *path);
-/* The wording callers add to a failed log_file_give(). */
+/* The wording callers add to a failed log_file_give() or reopen. */
 #define LOG_GIVE_RULE "only a regular file named by the path itself, with no other links, is given"
+#define LOG_REOPEN_RULE "still writing to the old file; a log is reopened only as a regular file, " \
+                        "with no other links and not through a symbolic link made after start"
 void log_set_level(enum log_level level);
 
 /* Gives the log open on fd to the workers' user (uid, gid) so that they can

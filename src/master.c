@@ -313,7 +313,7 @@ static void reopen_logs(void)
     log_msg(LOG_INFO, "SIGUSR1: reopening log files");
     if (cfg.error_log != NULL) {
         if (log_reopen(cfg.error_log) < 0)
-            log_errno(LOG_ERROR, "cannot reopen error log %s (still writing to the old file)", cfg.error_log);
+            log_errno(LOG_ERROR, "cannot reopen error log %s (" LOG_REOPEN_RULE ")", cfg.error_log);
         else if (p->drop && log_give(p->uid, p->gid) < 0)
             log_errno(LOG_ERROR, "cannot give error log %s to %s:%s (" LOG_GIVE_RULE ")",
                       cfg.error_log, p->user, p->group);

@@ -126,8 +126,7 @@ static void stop(const char *why)
 static void reopen_logs(void)
 {
     if (cfg.error_log != NULL && log_reopen(cfg.error_log) < 0)
-        log_errno(LOG_ERROR, "cannot reopen error log %s (still writing to the old file)",
-                  cfg.error_log);
+        log_errno(LOG_ERROR, "cannot reopen error log %s (" LOG_REOPEN_RULE ")", cfg.error_log);
     accesslog_reopen();
 }
 

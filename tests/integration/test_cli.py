@@ -221,7 +221,9 @@ def _(srv):
     for args, want in ((["-zh"], "unknown option '-z'"),
                        (["--root", srv.root_dir, "-zq"], "unknown option '-z'"),
                        (["--no-such-flag"], "unknown option '--no-such-flag'"),
+                       (["--foreground", "-zq"], "unknown option '-z'"),
                        (["--daemon=1"], "option '--daemon' takes no value"),
+                       (["--help=x"], "option '--help' takes no value"),
                        (["--max", "5"], "option '--max' is ambiguous")):
         rc, out, err = run_cowd(*args)
         eq(rc, 1, "%s: exit status" % args)

@@ -810,8 +810,12 @@ def _(shared):
             os.unlink(link)
             os.symlink(os.path.basename(link).replace(".log", "-2.log"), link)
         srv.proc.send_signal(signal.SIGUSR1)
-        wait_for(lambda: os.path.exists(os.path.join(d, "access-2.log")), 3, "the new access log")
-        time.sleep(0.3)
+        # the workers reopen when their signal comes: probe until a line
+        # reaches the new target (the access log is flushed once a second)
+        probes = iter(range(1000))
+        wait_for(lambda: srv.get("/hello.txt?probe%d" % next(probes)) and
+                 "?probe" in "".join(log_lines(os.path.join(d, "access-2.log"))),
+                 10 * cowdtest.SLOW, "a line in the new access log", step=0.2)
         srv.get("/hello.txt?second")
         eq(stop(srv), 0, "master exit status")
         first = "".join(log_lines(os.path.join(d, "access-1.log")))
@@ -1033,9 +1037,10 @@ def _(shared):
 # Started as root with --user, cowd gave its logs to the workers' user through
 # whatever the path named, and the master reopened them as root following
 # symbolic links: a link to another file put in a log directory that user may
-# write (a hard link beforehand, a symbolic link at rotation) made the master
-# give that file away and append log lines to it (nginx's CVE-2016-1247).
-@test("workers: a log path made a link to another file is neither given to --user nor followed at rotation",
+# write (a hard link beforehand, a symbolic or hard link at rotation) made the
+# master give that file away and append log lines to it (nginx's
+# CVE-2016-1247), and a FIFO put there hung the master's reopen for good.
+@test("workers: a log path made a link to another file or a FIFO is neither given to --user nor reopened",
       needs=["--access-log"])
 def _(shared):
     need_root()
@@ -1066,19 +1071,30 @@ def _(shared):
         with open(err, "rb") as f:
             logged = f.read().decode("utf-8", "replace")
         check("cannot give access log %s" % access in logged, "no error for the access log kept: %r" % logged[-500:])
-        # rotation, and a symbolic link to a root-only file where the log was
-        sym = victim("sym")
+        # rotations, each with something else where the log was: a symbolic
+        # link, a hard link (made by root here: Linux's protected_hardlinks
+        # stops other users, the BSDs do not), a FIFO
         os.rename(err, err + ".1")
-        os.symlink(sym, err)
-        p.send_signal(signal.SIGUSR1)
-        time.sleep(0.5)
-        eq(get_one(port, "/hello.txt").body, HELLO, "served after SIGUSR1")
-        eq(os.stat(sym).st_uid, 0, "owner of the file the error log was linked to at rotation")
-        with open(sym, "rb") as f:
-            eq(f.read(), b"secret\n", "the file the error log was linked to")
-        with open(err + ".1", "rb") as f:
-            logged = f.read().decode("utf-8", "replace")
-        check("cannot reopen error log %s" % err in logged, "no reopen error in the old log: %r" % logged[-500:])
+
+        def refused_reopens():
+            with open(err + ".1", "rb") as f:
+                return f.read().decode("utf-8", "replace").count("cannot reopen error log %s" % err)
+        sym, hard2 = victim("sym"), victim("hard2")
+        for what, make in (("symbolic link", lambda: os.symlink(sym, err)),
+                           ("hard link", lambda: os.link(hard2, err)),
+                           ("FIFO", lambda: os.mkfifo(err, 0o666))):
+            if os.path.lexists(err):
+                os.unlink(err)
+            make()
+            before = refused_reopens()
+            p.send_signal(signal.SIGUSR1)
+            wait_for(lambda: refused_reopens() > before, 5 * cowdtest.SLOW,
+                     "the master's refusal to reopen the error log as a %s" % what)
+            eq(get_one(port, "/hello.txt").body, HELLO, "served after SIGUSR1 with a %s" % what)
+        for path in (sym, hard2):
+            eq(os.stat(path).st_uid, 0, "owner of the file the error log was linked to at rotation")
+            with open(path, "rb") as f:
+                eq(f.read(), b"secret\n", "the file the error log was linked to")
         p.send_signal(signal.SIGTERM)
         eq(p.wait(15), 0, "master exit status")
     finally:
