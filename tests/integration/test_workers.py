@@ -1262,7 +1262,7 @@ def _(shared):
         check(want in log2, "the error log does not name the pid file and its holder (%r): %r"
               % (want, log2[-400:]))
         # the first is untouched
-        check(os.path.exists("/proc/%d" % pid), "the first server is gone")
+        check(alive(pid), "the first server is gone")
         eq(read_pid(pidf), pid, "pid in the pid file")
         eq(get_one(port, "/hello.txt").body, HELLO, "served by the first server")
         # no worker holds the (root-opened, writable) pid file open
@@ -1281,7 +1281,7 @@ def _(shared):
             f.write("%d\n" % gone)
         pid, port, pidf, err = run_daemon(d, ["--root", shared.root.path, "--workers", "1"])
         check(pid is not None and pid != gone, "the stale pid file was not rewritten: %r" % pid)
-        check(os.path.exists("/proc/%d" % pid), "pid file names no live process")
+        check(alive(pid), "pid file names no live process")
         eq(get_one(port, "/hello.txt").body, HELLO, "served after taking over a stale pid file")
         stop_daemon(pid, pidf)
     finally:
@@ -1308,7 +1308,7 @@ def _(shared):
         eq(get_one(port2, "/hello.txt").body, HELLO, "served by the new master")
         stop_daemon(pid2, pidf)
         for w in workers:
-            wait_for(lambda: not os.path.exists("/proc/%d" % w), 10, "the old workers to stop")
+            wait_for(lambda: not alive(w), 10, "the old workers to stop")
     finally:
         kill_daemon(pid2)
         kill_daemon(pid)
@@ -1326,7 +1326,7 @@ def _(shared):
         pid2, port2, _, _ = run_daemon(d, ["--root", shared.root.path, "--workers", "1"])
         check(pid2 is not None and pid2 != pid, "no pid in the new pid file: %r" % pid2)
         os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10, "the first master to exit")
+        wait_for(lambda: not alive(pid), 10, "the first master to exit")
         eq(read_pid(pidf), pid2, "pid in the pid file after the first server stopped")
         stop_daemon(pid2, pidf)
     finally:
