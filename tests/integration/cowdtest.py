@@ -204,6 +204,7 @@ class Conn:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
         self.eof = False
+        self.received = 0           # bytes received so far, consumed or not
 
     def send(self, data):
         if isinstance(data, str):
@@ -222,6 +223,7 @@ class Conn:
         if not d:
             self.eof = True
             raise Closed("connection closed by server")
+        self.received += len(d)
         self.buf += d
 
     def read_line_block(self):

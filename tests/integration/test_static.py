@@ -694,6 +694,7 @@ def _(srv):
     eq(r.status_line, PARTIAL, "multipart status")
     parts = parse_multipart(r, 20 * 1024 * 1024)
     size = 20 * 1024 * 1024
+    eq(len(parts), 3, "part count")
     for (h, d), (a, z) in zip(parts, ((5, 200004), (3000000, 3100000), (size - 70000, size - 1))):
         eq(h.get("content-range"), "bytes %d-%d/%d" % (a, z, size), "part range")
         expect(a, z, d)
