@@ -246,6 +246,16 @@ static const char *default_path(const char *installed, const char *in_source)
     return installed;
 }
 
+#if !defined(COWD_LISTING) || !defined(COWD_ACCESS_LOG)
+/* A flag of a feature this build was configured without. */
+static int not_built(const char *flag, const char *feature, const char *configure_flag)
+{
+    fprintf(stderr, "cowd: --%s: this build has no %s (configured with %s or --enable-minimal)\n",
+            flag, feature, configure_flag);
+    return -1;
+}
+#endif
+
 /* getopt_long's '?' (and the BSDs' ':' for a value given to a flag that
  * takes none), named as the user wrote it.  arg is argv[optind - 1]: the
  * argument before the bad letter when it is inside a group of short options;
@@ -318,21 +328,13 @@ int config_parse(int argc, char **argv)
                 return bad("index", optarg, "must be a plain file name of at most 255 bytes, not . or ..");
             cfg.index_name = optarg;
             break;
+#ifdef COWD_LISTING
+        case OPT_LISTING_MAX: NUM(listing_max, 1, 1000000, 0); break;
+        case OPT_LISTING: cfg.listing = 1; break;
+#else
         case OPT_LISTING_MAX:
-#ifdef COWD_LISTING
-            NUM(listing_max, 1, 1000000, 0);
-            break;
-#else
-            fprintf(stderr, "cowd: --listing-max: this build has no directory listings (configured with --disable-listing or --enable-minimal)\n");
-            return -1;
-#endif
         case OPT_LISTING:
-#ifdef COWD_LISTING
-            cfg.listing = 1;
-            break;
-#else
-            fprintf(stderr, "cowd: --listing: this build has no directory listings (configured with --disable-listing or --enable-minimal)\n");
-            return -1;
+            return not_built(options[idx].name, "directory listings", "--disable-listing");
 #endif
         case OPT_SYMLINKS: cfg.symlinks_outside = 1; break;
         case OPT_MIME: cfg.mime_types = optarg; break;
@@ -377,23 +379,17 @@ int config_parse(int argc, char **argv)
             return -1;
 #endif
         case OPT_SHUTDOWN_TIMEOUT: NUM(shutdown_timeout, 0, 86400, 0); break;
-        case OPT_ACCESS_LOG:
 #ifdef COWD_ACCESS_LOG
-            cfg.access_log = optarg;
-            break;
-#else
-            fprintf(stderr, "cowd: --access-log: this build has no access log (configured with --disable-access-log or --enable-minimal)\n");
-            return -1;
-#endif
+        case OPT_ACCESS_LOG: cfg.access_log = optarg; break;
         case OPT_LOG_FORMAT:
-#ifdef COWD_ACCESS_LOG
             if (strcmp(optarg, "common") == 0) cfg.log_format = 0;
             else if (strcmp(optarg, "combined") == 0) cfg.log_format = 1;
             else return bad("log-format", optarg, "must be common or combined");
             break;
 #else
-            fprintf(stderr, "cowd: --log-format: this build has no access log (configured with --disable-access-log or --enable-minimal)\n");
-            return -1;
+        case OPT_ACCESS_LOG:
+        case OPT_LOG_FORMAT:
+            return not_built(options[idx].name, "access log", "--disable-access-log");
 #endif
         case OPT_DAEMON: cfg.foreground = 0; break;
         case OPT_PID_FILE: cfg.pid_file = optarg; break;

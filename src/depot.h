@@ -15,7 +15,6 @@ struct handler;
 
 enum depot_msg_kind { DEPOT_MSG_CONN, DEPOT_MSG_DONE };
 
-/* A connection handed to a handler: a new one, or one back from parking. */
 /* The wait for a keep-alive connection's next request, carried through the
  * park: a connection the park hands back goes on with it (its idle deadline,
  * place in idle order and empty-line allowance are not renewed). */
@@ -26,6 +25,7 @@ struct depot_idle {
     int held_cr;                    /* and a last CR whose LF had not come yet */
 };
 
+/* A connection handed to a handler: a new one, or one back from parking. */
 struct depot_conn {
     int fd;
     struct sockaddr_storage peer;

@@ -332,6 +332,22 @@ static int parse_content_length(const char *v, size_t n, uint64_t *out)
     return 0;
 }
 
+/* The next element of a comma-separated list (RFC 9110 §5.6.1) from *pos, OWS-trimmed and
+ * maybe empty: 1, or 0 past the end.  An empty value is one empty element. */
+static int list_next(const char *v, size_t n, size_t *pos, const char **elem, size_t *elem_len)
+{
+    if (*pos > n)
+        return 0;
+    size_t end = *pos;
+    while (end < n && v[end] != ',')
+        end++;
+    *elem = v + *pos;
+    *elem_len = end - *pos;
+    trim_ows(elem, elem_len);
+    *pos = end + 1;
+    return 1;
+}
+
 /* Transfer-Encoding values are folded across all TE fields into one list (RFC 9110 §5.3).
  * We implement only chunked, so like nginx we accept exactly the list "chunked": an empty or
  * non-token element (incl. parameters) is malformed; anything after chunked (so chunked not
@@ -342,14 +358,9 @@ static int parse_content_length(const char *v, size_t n, uint64_t *out)
 static void note_transfer_encoding(const char *v, size_t n, struct header_state *hs)
 {
     hs->te_seen = 1;
-    size_t start = 0;
-    for (;;) {
-        size_t end = start;
-        while (end < n && v[end] != ',')
-            end++;
-        const char *elem = v + start;
-        size_t elem_len = end - start;
-        trim_ows(&elem, &elem_len);
+    const char *elem;
+    size_t elem_len;
+    for (size_t pos = 0; list_next(v, n, &pos, &elem, &elem_len);) {
         if (elem_len == 0 || hs->te_chunked_seen) {
             hs->te_malformed = 1;
         } else {
@@ -361,30 +372,19 @@ static void note_transfer_encoding(const char *v, size_t n, struct header_state 
             else
                 hs->te_unknown_seen = 1;
         }
-        if (end >= n)
-            break;
-        start = end + 1;
     }
 }
 
 static void note_connection(const char *v, size_t n, struct header_state *hs)
 {
     /* Unknown or malformed tokens are ignored: Connection only ever narrows what we do. */
-    size_t start = 0;
-    for (;;) {
-        size_t end = start;
-        while (end < n && v[end] != ',')
-            end++;
-        const char *tok = v + start;
-        size_t tok_len = end - start;
-        trim_ows(&tok, &tok_len);
+    const char *tok;
+    size_t tok_len;
+    for (size_t pos = 0; list_next(v, n, &pos, &tok, &tok_len);) {
         if (slice_equals_ci(tok, tok_len, "close"))
             hs->connection_close = 1;
         else if (slice_equals_ci(tok, tok_len, "keep-alive"))
             hs->connection_keep_alive = 1;
-        if (end >= n)
-            break;
-        start = end + 1;
     }
 }
 
@@ -393,21 +393,13 @@ static void note_connection(const char *v, size_t n, struct header_state *hs)
  * other than 100-continue (parameters included) is one we cannot meet: 417. */
 static void note_expect(const char *v, size_t n, struct http_request *req, struct header_state *hs)
 {
-    size_t start = 0;
-    for (;;) {
-        size_t end = start;
-        while (end < n && v[end] != ',')
-            end++;
-        const char *elem = v + start;
-        size_t elem_len = end - start;
-        trim_ows(&elem, &elem_len);
+    const char *elem;
+    size_t elem_len;
+    for (size_t pos = 0; list_next(v, n, &pos, &elem, &elem_len);) {
         if (slice_equals_ci(elem, elem_len, "100-continue"))
             req->expect_continue = 1;
         else if (elem_len != 0)
             hs->expect_unsupported = 1;
-        if (end >= n)
-            break;
-        start = end + 1;
     }
 }
 

@@ -122,15 +122,7 @@ int main(int argc, char **argv)
     struct privileges priv;
     if (privileges_resolve(&priv) < 0)
         return EXIT_FAILURE;
-    if (priv.drop) {
-        /* workers reopen the logs by path on SIGUSR1, as priv.user */
-        if (cfg.error_log != NULL && log_give(priv.uid, priv.gid) < 0)
-            log_errno(LOG_WARN, "cannot give error log %s to %s:%s (" LOG_GIVE_RULE ")",
-                      cfg.error_log, priv.user, priv.group);
-        if (accesslog_chown(priv.uid, priv.gid) < 0)
-            log_errno(LOG_WARN, "cannot give access log %s to %s:%s (" LOG_GIVE_RULE ")",
-                      cfg.access_log, priv.user, priv.group);
-    }
+    privileges_give_logs(&priv, 1, 1, LOG_WARN);
 
     signal(SIGPIPE, SIG_IGN);
     /* a log at the file size limit (RLIMIT_FSIZE) fails its writes with

@@ -311,16 +311,10 @@ static void reopen_logs(void)
 {
     const struct privileges *p = setup->priv;
     log_msg(LOG_INFO, "SIGUSR1: reopening log files");
-    if (cfg.error_log != NULL) {
-        if (log_reopen(cfg.error_log) < 0)
-            log_errno(LOG_ERROR, "cannot reopen error log %s (" LOG_REOPEN_RULE ")", cfg.error_log);
-        else if (p->drop && log_give(p->uid, p->gid) < 0)
-            log_errno(LOG_ERROR, "cannot give error log %s to %s:%s (" LOG_GIVE_RULE ")",
-                      cfg.error_log, p->user, p->group);
-    }
-    if (accesslog_reopen() == 0 && p->drop && accesslog_chown(p->uid, p->gid) < 0)
-        log_errno(LOG_ERROR, "cannot give access log %s to %s:%s (" LOG_GIVE_RULE ")",
-                  cfg.access_log, p->user, p->group);
+    int error_log_reopened = cfg.error_log != NULL && log_reopen(cfg.error_log) == 0;
+    if (cfg.error_log != NULL && !error_log_reopened)
+        log_errno(LOG_ERROR, "cannot reopen error log %s (" LOG_REOPEN_RULE ")", cfg.error_log);
+    privileges_give_logs(p, error_log_reopened, accesslog_reopen() == 0, LOG_ERROR);
     signal_all(SIGUSR1);
 }
 

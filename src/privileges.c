@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "accesslog.h"
 #include "config.h"
 #include "log.h"
 
@@ -166,4 +167,17 @@ int privileges_drop(const struct privileges *p)
         return -1;
     }
     return 0;
+}
+
+void privileges_give_logs(const struct privileges *p, int error_log, int access_log,
+                          enum log_level level)
+{
+    if (!p->drop)
+        return;
+    if (error_log && cfg.error_log != NULL && log_give(p->uid, p->gid) < 0)
+        log_errno(level, "cannot give error log %s to %s:%s (" LOG_GIVE_RULE ")",
+                  cfg.error_log, p->user, p->group);
+    if (access_log && accesslog_chown(p->uid, p->gid) < 0)
+        log_errno(level, "cannot give access log %s to %s:%s (" LOG_GIVE_RULE ")",
+                  cfg.access_log, p->user, p->group);
 }

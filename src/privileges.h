@@ -1,10 +1,13 @@
 /* privileges.h: the workers' credentials: which user and group they run as
  * (decided once in the master), the optional chroot, and dropping root for
- * good in a worker after its sockets and logs are open. */
+ * good in a worker after its sockets and logs are open; the logs given to
+ * that user to reopen. */
 #ifndef COWD_PRIVILEGES_H
 #define COWD_PRIVILEGES_H
 
 #include <sys/types.h>
+
+#include "log.h"
 
 struct privileges {
     int drop;                   /* started as root and not asked to stay root */
@@ -27,5 +30,10 @@ int privileges_chroot(const struct privileges *p);
 /* Worker: setgroups, setgid, setuid, then checks that root cannot be
  * regained.  0, or -1 (logged). */
 int privileges_drop(const struct privileges *p);
+/* Master, when the workers drop to p's user: gives them the error log (if
+ * error_log) and the access log (if access_log), which they reopen by path
+ * on SIGUSR1; a log that cannot be given is reported at `level`. */
+void privileges_give_logs(const struct privileges *p, int error_log, int access_log,
+                          enum log_level level);
 
 #endif
