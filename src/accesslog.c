@@ -21,6 +21,13 @@
 #define AL_BUF_SIZE   (64 * 1024)
 #define AL_FIELD_MAX  2048          /* escaped bytes kept of one field */
 #define AL_LINE_MAX   (4 * AL_FIELD_MAX + 256)   /* longest possible line */
+/* A pipe takes a write whole only up to PIPE_BUF bytes, so there a line must
+ * fit in it: the parts that are not the four client-given fields (address,
+ * time, status, length, quotes) take at most 123 bytes, and a field at most
+ * its cap + 2 (put_escaped). */
+#define AL_FIXED_MAX  160
+#define AL_PIPE_FIELD_MAX ((PIPE_BUF - AL_FIXED_MAX) / 4 - 2)
+_Static_assert(AL_PIPE_FIELD_MAX >= 64, "PIPE_BUF is at least 512 (POSIX)");
 
 int accesslog_fd = -1;
 static const char *al_path;
@@ -55,6 +62,13 @@ int accesslog_chown(uid_t uid, gid_t gid)
 
 static int al_piped = -1;          /* the log is a pipe or socket: -1 not looked yet */
 static int al_cut;                  /* a failed write left a line unfinished in the log */
+static size_t al_field_max = AL_FIELD_MAX;
+
+static void look_at_log_kind(void)
+{
+    al_piped = log_not_regular_file(accesslog_fd);
+    al_field_max = al_piped ? AL_PIPE_FIELD_MAX : AL_FIELD_MAX;
+}
 
 /* Writes n bytes, or as many as the log takes: the number written. */
 static size_t write_all(const char *p, size_t n)
@@ -105,7 +119,7 @@ void accesslog_flush(void)
         return;
     }
     if (al_piped < 0)
-        al_piped = log_not_regular_file(accesslog_fd);
+        look_at_log_kind();
     if (al_cut && write_all("\n", 1) == 1)
         al_cut = 0;
     size_t max = al_piped ? PIPE_BUF : al_len;
@@ -135,7 +149,7 @@ int accesslog_reopen(void)
     accesslog_flush();
     close(accesslog_fd);
     accesslog_fd = fd;
-    al_piped = -1;
+    look_at_log_kind();
     al_cut = 0;
     return 0;
 }
@@ -154,6 +168,7 @@ int accesslog_start(void)
 {
     if (accesslog_fd < 0)
         return 0;
+    look_at_log_kind();
     al_buf = malloc(AL_BUF_SIZE);
     if (al_buf == NULL) {
         log_errno(LOG_ERROR, "access log: cannot allocate its %d-byte buffer", AL_BUF_SIZE);
@@ -180,11 +195,12 @@ static void update_time(void)
 }
 
 /* Appends s escaped: '"', '\\', control bytes and bytes >= 0x7f become \xHH
- * (so a client cannot forge log lines or fields); at most AL_FIELD_MAX bytes. */
+ * (so a client cannot forge log lines or fields); at most al_field_max + 2
+ * bytes, a cut field ending in "...". */
 static char *put_escaped(char *o, const char *s, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
-    char *limit = o + AL_FIELD_MAX - 4;
+    char *limit = o + al_field_max - 4;
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (o >= limit) {

@@ -136,6 +136,20 @@ static int to_time(int64_t year, unsigned month, unsigned mday, unsigned h, unsi
     return 0;
 }
 
+/* Whether date 1 comes after date 2, each a year, month, day and second of
+ * the day (compared as they stand, so "now + 50 years" need not be a date). */
+static int later_than(int64_t y1, unsigned m1, unsigned d1, int64_t s1,
+                      int64_t y2, unsigned m2, unsigned d2, int64_t s2)
+{
+    if (y1 != y2)
+        return y1 > y2;
+    if (m1 != m2)
+        return m1 > m2;
+    if (d1 != d2)
+        return d1 > d2;
+    return s1 > s2;
+}
+
 /* The weekday name is checked for being a valid name but not against the date: like nginx and
  * Apache we trust the numeric date, since a mismatch changes nothing we can act on. */
 static int parse_any(const char *s, size_t len, int have_now, time_t now, time_t *out)
@@ -182,9 +196,12 @@ static int parse_any(const char *s, size_t len, int have_now, time_t now, time_t
         if (have_now) {
             int64_t now_year;
             unsigned nm, nd;
-            civil_from_days(floor_div((int64_t)now, SECONDS_PER_DAY), &now_year, &nm, &nd);
+            int64_t now_days = floor_div((int64_t)now, SECONDS_PER_DAY);
+            civil_from_days(now_days, &now_year, &nm, &nd);
             year = now_year - now_year % 100 + yy;
-            if (year > now_year + 50)
+            /* more than 50 years ahead: the timestamp's, not the year's (RFC 9110 5.6.7) */
+            if (later_than(year, (unsigned)month, mday, h * 3600 + mi * 60 + sec,
+                           now_year + 50, nm, nd, (int64_t)now - now_days * SECONDS_PER_DAY))
                 year -= 100;
         } else {
             year = yy >= 70 ? 1900 + yy : 2000 + yy;

@@ -4,6 +4,7 @@
 #ifndef COWD_IO_H
 #define COWD_IO_H
 
+#include <errno.h>
 #include <pth.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,6 +116,12 @@ ssize_t io_read(struct io_waiter *w, int fd, void *buf, size_t len, const struct
  * *written (if not NULL) gets the bytes sent, also when it fails. */
 int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
                   unsigned timeout, int more, size_t *written);
+
+/* FreeBSD and OpenBSD have no ENODATA: there the shrunk file is told by
+ * ENOATTR, which nothing else on this path returns. */
+#ifndef ENODATA
+#define ENODATA ENOATTR
+#endif
 
 /* Sends len bytes of file_fd from *offset (advanced) with sendfile(2), or
  * pread+write where sendfile is missing. Same timeout rule; errno ENODATA

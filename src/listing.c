@@ -20,6 +20,7 @@
 #include "escape.h"
 #include "log.h"
 #include "response.h"
+#include "static_file.h"
 
 struct entry { char *name; int is_dir; };
 
@@ -146,14 +147,18 @@ void listing_send(struct conn *c, const struct http_request *req, int dir_fd, co
     int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (dir == NULL) {
+        int e = errno;
         if (dfd >= 0)
             close(dfd);
+        errno = e;
         log_errno(LOG_WARN, "listing %s", dir_path);
-        response_error(c, req, 403, NULL, NULL);
+        response_error(c, req, status_for_errno(e), NULL, NULL);
         return;
     }
     struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
+    /* NULL is the end or an error (errno): a listing cut short by an I/O
+     * error must not go out as if whole */
+    while ((errno = 0, de = readdir(dir)) != NULL) {
         if (++seen % 256 == 0)
             pth_yield(NULL);        /* a huge directory must not stall the other connections */
         if (de->d_name[0] == '.' || !servable_name(de->d_name))
@@ -196,6 +201,8 @@ void listing_send(struct conn *c, const struct http_request *req, int dir_fd, co
         n++;
         sift_up(entries, n - 1);
     }
+    if (errno != 0)
+        goto out;
     qsort(entries, n, sizeof *entries, by_name);
     for (size_t i = 0; i < n; i++) {
         if (entries[i].is_dir < 0) {

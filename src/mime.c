@@ -131,55 +131,55 @@ int mime_load(const char *path)
         return -1;
     }
 
+    /* Token by token: a token with a '/' starts an entry (its type), the
+     * others are its extensions.  Apache's format ends an entry at the line's
+     * end; nginx's ("types {" seen) at ';', so one line may hold several
+     * entries and one entry several lines.  '{', '}' and ';' also end one. */
     size_t count = 0;
-    unsigned lineno = 0;
-    int nginx = 0;                  /* seen "types {": entries end at ';', not at line ends */
-    char *pending = NULL;           /* nginx: the type of an entry not ended yet */
-    char *line = blob, *next;
-    for (; line != NULL && *line != '\0'; line = next) {
-        lineno++;
-        next = strchr(line, '\n');
-        if (next != NULL)
-            *next++ = '\0';
-        char *hash = strchr(line, '#');
-        if (hash != NULL)
-            *hash = '\0';
-        int ends_entry = strchr(line, ';') != NULL;
-        char *save = NULL;
-        char *type = strtok_r(line, " \t\r;", &save);
-        if (type == NULL)
-            continue;
-        char *first_ext = NULL;
-        int is_type = strchr(type, '/') != NULL;
-        if (pending != NULL && !is_type && strcmp(type, "}") != 0) {
-            /* nginx continues a long entry on the next line: "...document\n  docx;" */
-            first_ext = type;
-            type = pending;
-        } else if (!is_type) {
-            if (strcmp(type, "types") == 0)
-                nginx = 1;
-            pending = NULL;
-            continue;               /* not a type line: nginx's "types {", "}" */
-        } else if (!valid_type(type)) {
-            log_msg(LOG_WARN, "%s:%u: line skipped: its type is not type/subtype, each at most "
-                    "127 letters, digits or !#$%%&'*+-.^_`|~", path, lineno);
-            pending = NULL;
-            continue;
-        }
-        pending = nginx && !ends_entry ? type : NULL;
-        char *ext = first_ext != NULL ? first_ext : strtok_r(NULL, " \t\r;", &save);
-        for (; ext != NULL; ext = strtok_r(NULL, " \t\r;", &save)) {
-            size_t len = strlen(ext);
-            if (len == 0 || len >= MIME_EXT_MAX)
-                continue;
-            struct mime_entry *e = slot_for(t, size, ext, len);
-            if (e->ext[0] == '\0') {
-                for (size_t i = 0; i <= len; i++)
-                    e->ext[i] = (char)tolower((unsigned char)ext[i]);
-                count++;
+    unsigned lineno = 1;
+    int nginx = 0;
+    const char *type = NULL;        /* the entry's type; NULL: none open */
+    int skipping = 0;               /* the entry's type was refused: skip to its end */
+    for (char *p = blob; *p != '\0';) {
+        size_t len = strcspn(p, " \t\r\n;{}#");
+        char *tok = p;
+        p += len;
+        char delim = *p;
+        if (delim != '\0')
+            *p++ = '\0';
+        if (len > 0) {
+            if (strchr(tok, '/') != NULL) {
+                type = NULL;
+                skipping = !valid_type(tok);
+                if (skipping)
+                    log_msg(LOG_WARN, "%s:%u: entry skipped: its type is not type/subtype, each "
+                            "at most 127 letters, digits or !#$%%&'*+-.^_`|~", path, lineno);
+                else
+                    type = tok;
+            } else if (type != NULL && len < MIME_EXT_MAX) {
+                struct mime_entry *e = slot_for(t, size, tok, len);
+                if (e->ext[0] == '\0') {
+                    for (size_t i = 0; i <= len; i++)
+                        e->ext[i] = (char)tolower((unsigned char)tok[i]);
+                    count++;
+                }
+                e->type = type;     /* later entries win, as in nginx */
+            } else if (type == NULL && !skipping) {
+                if (strcmp(tok, "types") == 0)
+                    nginx = 1;
+                skipping = 1;       /* not an entry: "types", a stray word */
             }
-            e->type = type;         /* later lines win, as in nginx */
         }
+        if (delim == '#')
+            p += strcspn(p, "\n");
+        else if (delim == '\n')
+            lineno++;
+        if (delim == ';' || delim == '{' || delim == '}' || (delim == '\n' && !nginx)) {
+            type = NULL;
+            skipping = 0;
+        }
+        if (delim == '}')
+            nginx = 0;              /* after the block, a line is an entry again */
     }
     free(table);
     free(types_blob);

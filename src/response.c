@@ -109,6 +109,8 @@ int response_error(struct conn *c, const struct http_request *req, int status,
     response_begin(c, req, status);
     if (extra_name != NULL)
         response_header(c, extra_name, extra_value);
+    else if (status == 503)
+        response_header(c, "Retry-After", "1");     /* as the acceptor's 503 */
     response_header(c, "Content-Type", "text/html; charset=utf-8");
     response_header_u64(c, "Content-Length", n);
     response_end_headers(c);

@@ -24,7 +24,8 @@ int response_header_u64(struct conn *c, const char *name, uint64_t value);
 int response_end_headers(struct conn *c);
 
 /* A complete error response with a small HTML body (none for HEAD).
- * extra_name/extra_value: one more header (Allow, Location …) or NULL. */
+ * extra_name/extra_value: one more header (Allow, Location …) or NULL;
+ * without one, a 503 says Retry-After: 1. */
 int response_error(struct conn *c, const struct http_request *req, int status,
                    const char *extra_name, const char *extra_value);
 

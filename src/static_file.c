@@ -364,7 +364,7 @@ static int open_served(const char *rel, struct stat *st)
     return open_and_stat(rel, read_flags, st);
 }
 
-static int errno_to_status(int e)
+int status_for_errno(int e)
 {
     switch (e) {
     case ENOENT: case ENOTDIR: return 404;
@@ -678,7 +678,7 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
         return;
     }
     if (fd < 0) {
-        response_error(c, req, errno_to_status(errno), NULL, NULL);
+        response_error(c, req, status_for_errno(errno), NULL, NULL);
         return;
     }
     const char *name = c->path;
@@ -722,7 +722,7 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
 #endif
             close(fd);
             /* a directory without an index is not listed: 403, as nginx */
-            response_error(c, req, e == ENOENT ? 403 : errno_to_status(e), NULL, NULL);
+            response_error(c, req, e == ENOENT ? 403 : status_for_errno(e), NULL, NULL);
             return;
         }
         close(fd);

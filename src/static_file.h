@@ -21,5 +21,9 @@ int static_file_root_searchable(const char *root, const char *user);
  * picks up a new root). */
 void static_file_watch_root(void);
 void static_file_serve(struct conn *c, const struct http_request *req);
+/* The status for a file or directory that could not be opened or read:
+ * 404 (no such name), 503 (out of descriptors or memory), 500 (I/O error),
+ * else 403. */
+int status_for_errno(int e);
 
 #endif

@@ -1,10 +1,15 @@
 """Request paths: traversal, decoding, symlinks, special files."""
 
 import ctypes
+import errno
 import os
 import re
+import shutil
+import subprocess
+import sys
 import time
 
+import cowdtest
 from cowdtest import DIGITS, HELLO, INDEX, SECRET, Server, TestSkip, check, eq, request, test
 
 BAD = "HTTP/1.1 400 Bad Request"
@@ -334,6 +339,126 @@ def _(srv):
     eq(srv.get("/sonoidx/b.txt").body, b"b\n", "a file in it")
     eq(srv.get("/noindex/").status, 200, "a readable directory is still listed")
     srv.assert_alive()
+
+
+FAULT_SHIM_C = r"""
+/* LD_PRELOAD fault injection for the listing test: the first fdopendir()
+ * fails with errno FAULT_FDOPENDIR_ERRNO, and the FAULT_READDIR_AT-th
+ * readdir() call after it fails with EIO. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL ? atoi(v) : 0;
+}
+
+static int failed;
+
+DIR *fdopendir(int fd)
+{
+    DIR *(*real)(int) = (DIR *(*)(int))dlsym(RTLD_NEXT, "fdopendir");
+    if (!failed && env_int("FAULT_FDOPENDIR_ERRNO") != 0) {
+        failed = 1;
+        errno = env_int("FAULT_FDOPENDIR_ERRNO");
+        return NULL;
+    }
+    return real(fd);
+}
+
+static int readdir_calls;
+
+static int readdir_fails(void)
+{
+    return failed && ++readdir_calls == env_int("FAULT_READDIR_AT");
+}
+
+struct dirent *readdir(DIR *d)
+{
+    struct dirent *(*real)(DIR *) = (struct dirent *(*)(DIR *))dlsym(RTLD_NEXT, "readdir");
+    if (readdir_fails()) {
+        errno = EIO;
+        return NULL;
+    }
+    return real(d);
+}
+
+struct dirent64 *readdir64(DIR *d)
+{
+    struct dirent64 *(*real)(DIR *) = (struct dirent64 *(*)(DIR *))dlsym(RTLD_NEXT, "readdir64");
+    if (readdir_fails()) {
+        errno = EIO;
+        return NULL;
+    }
+    return real(d);
+}
+"""
+
+
+def fault_shim(tmp):
+    """Builds FAULT_SHIM_C as a shared library; skips where it cannot be
+    preloaded into the server (no compiler, a wrapper, a sanitizer build)."""
+    if cowdtest.WRAPPER:
+        raise TestSkip("the server runs under %s" % cowdtest.WRAPPER[0])
+    with open(cowdtest.COWD, "rb") as f:
+        if b"libasan" in f.read():
+            raise TestSkip("a sanitizer build: its runtime must be loaded first")
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None or not sys.platform.startswith("linux"):
+        raise TestSkip("needs a C compiler and glibc's dlsym(RTLD_NEXT)")
+    src = os.path.join(tmp, "fault_shim.c")
+    lib = os.path.join(tmp, "fault_shim.so")
+    with open(src, "w") as f:
+        f.write(FAULT_SHIM_C)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src, "-ldl"], check=True, timeout=60,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return lib
+
+
+@test("path: a listing the directory cannot be opened or read for is an error, not a partial 200",
+      args=["--listing"])
+def _(srv):
+    # Before: readdir()'s NULL was taken for the end, so an I/O error part way
+    # sent the names read so far as a whole listing (200, nothing logged); and
+    # any failure to open the directory was 403, out of descriptors too.
+    names = ["n%02d.txt" % i for i in range(12)]
+    for n in names:
+        srv.root.write("faulty/" + n, b"x\n")
+    lib = fault_shim(srv.root.tmp)
+    env = {"LD_PRELOAD": lib, "FAULT_FDOPENDIR_ERRNO": str(errno.EMFILE), "FAULT_READDIR_AT": "5"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    own = Server(srv.root, ["--listing"])
+    try:
+        own.start()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+    try:
+        r = own.get("/faulty/")
+        eq(r.status_line, "HTTP/1.1 503 Service Unavailable",
+           "listing when the directory cannot be opened for want of descriptors")
+        eq(r.get("Retry-After"), "1", "Retry-After of the 503")
+        r = own.get("/faulty/")
+        eq(r.status_line, "HTTP/1.1 500 Internal Server Error", "listing cut short by an I/O error")
+        check(b"n0" not in r.body, "names of a listing cut short were sent: %r" % r.body[:300])
+        r = own.get("/faulty/")
+        eq(r.status, 200, "the next listing")
+        for n in names:
+            check(n.encode() in r.body, "%s missing from the next listing" % n)
+        log = own.stderr()
+        check("listing /faulty" in log and "Input/output error" in log,
+              "the read error is not logged: %r" % log[-500:])
+        own.assert_alive()
+    finally:
+        own.kill()
 
 
 @test("path: trailing slash on a file is 404")

@@ -819,7 +819,7 @@ def _(srv):
     own = Server(srv.root, ["--mime-types", mt])
     own.start()
     try:
-        check("line skipped: its type is not type/subtype" in own.stderr(), "no warning for the over-long type: %r" % own.stderr()[-500:])
+        check("entry skipped: its type is not type/subtype" in own.stderr(), "no warning for the over-long type: %r" % own.stderr()[-500:])
         for path, ctype in (("/f.lok", long_ok), ("/f.lbad", "application/octet-stream")):
             r = rng(own, path, "bytes=0-0,10-10")
             eq(r.status_line, PARTIAL, path)

@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 from cowdtest import SRCDIR, TestSkip, check, eq, open_fds, settled_fds, tcp_sockets, test
 
@@ -630,3 +631,52 @@ def _(srv):
         with open(os.path.join(out, "paired.md")) as f:
             md = f.read()
         check("| c | cowd | 2 |" in md and "| f | cowd | 2 |" in md, "table rows in %r" % md)
+
+
+def fetch_pth_sources(tmp, files):
+    """The private deb-src configuration scripts/fetch-pth would use on a
+    system whose apt directory holds files ({relative path: text})."""
+    apt = os.path.join(tmp, "apt-%d" % len(os.listdir(tmp)))
+    os.makedirs(os.path.join(apt, "sources.list.d"))
+    for rel, text in files.items():
+        with open(os.path.join(apt, rel), "w") as f:
+            f.write(text)
+    p = subprocess.run([os.path.join(SRCDIR, "scripts", "fetch-pth"), "--print-sources"],
+                       env=dict(os.environ, FETCH_PTH_APT_DIR=apt, TMPDIR=tmp),
+                       capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 0, "fetch-pth --print-sources exit status (%s)" % p.stderr)
+    return p.stdout
+
+
+@test("fetch-pth: the private apt sources name no suite of a system source twice")
+def _(srv):
+    # Before: a system source of Debian bookworm in one-line form got its
+    # deb-src twin plus a bookworm stanza of its own for the same source.
+    # apt 2.6 warns of a source configured twice, and refuses the pair
+    # ("Conflicting values set for option Signed-By") when the system's entry
+    # names another keyring: no Pth, no build.  A one-line entry with options
+    # in brackets gave a stanza whose URI was the options.
+    if not os.path.exists("/usr/share/keyrings/debian-archive-keyring.gpg"):
+        raise TestSkip("no Debian archive keyring: fetch-pth adds no bookworm source here")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = fetch_pth_sources(tmp, {"sources.list": "deb http://deb.debian.org/debian/ bookworm main\n"})
+        eq(out.count("bookworm"), 1, "bookworm sources in %r" % out)
+        check("deb-src http://deb.debian.org/debian/ bookworm main" in out, "the twin in %r" % out)
+        # options in brackets are not the URI
+        out = fetch_pth_sources(tmp, {"sources.list": "deb [signed-by=/etc/apt/keyrings/debian.gpg] "
+                                                      "http://deb.debian.org/debian bookworm main\n"})
+        eq(out.count("bookworm"), 1, "bookworm sources in %r" % out)
+        check("URIs: [" not in out, "options taken for a URI in %r" % out)
+        out = fetch_pth_sources(tmp, {"sources.list": "deb [ arch=amd64 ] http://deb.debian.org/debian trixie main\n"})
+        check("URIs: http://deb.debian.org/debian\nSuites: bookworm" in out, "bookworm added in %r" % out)
+        # a Debian system on a later release gets bookworm's source added
+        trixie = ("Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\n"
+                  "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+        out = fetch_pth_sources(tmp, {"sources.list.d/debian.sources": trixie})
+        check("Suites: trixie" in out and "Suites: bookworm" in out, "trixie and bookworm in %r" % out)
+        # deb822 with bookworm already: nothing added
+        out = fetch_pth_sources(tmp, {"sources.list.d/debian.sources": trixie.replace("trixie", "bookworm bookworm-updates")})
+        eq(out.count("Suites: "), 1, "stanzas in %r" % out)
+        # not a Debian mirror: twins only
+        out = fetch_pth_sources(tmp, {"sources.list": "deb http://archive.ubuntu.com/ubuntu jammy main\n"})
+        eq(out.strip().splitlines()[1:], ["deb-src http://archive.ubuntu.com/ubuntu jammy main"], "sources")

@@ -160,6 +160,17 @@ START_TEST(two_digit_years)
     s = "Thursday, 01-Jan-76 00:00:00 GMT";
     ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
     ck_assert_int_eq(t, 189302400); /* 1976 */
+    /* the timestamp decides, not the year: before, any day of 2075 was taken
+     * as 2075, even one more than 50 years after now */
+    s = "Sunday, 01-Jun-75 00:00:00 GMT";
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, (time_t)3326572800); /* 2075-06-01: exactly 50 years */
+    s = "Sunday, 01-Jun-75 00:00:01 GMT";
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, 170812801); /* 1975-06-01 00:00:01 */
+    s = "Monday, 02-Jun-75 00:00:00 GMT";
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, 170899200); /* 1975-06-02 */
     s = "Sunday, 06-Nov-94 08:49:37 GMT";
     ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
     ck_assert_int_eq(t, RFC_EXAMPLE);

@@ -131,6 +131,24 @@ START_TEST(nginx_entries_continued_on_the_next_line)
 }
 END_TEST
 
+/* nginx's syntax ends an entry at ';', not at the line's end.  Before, a
+ * one-line "types { ... }" lost every entry ("types" skipped the line) and a
+ * second entry on a line became extensions of the first (png: text/html). */
+START_TEST(nginx_entries_several_on_a_line)
+{
+    write_types("types { text/html html; image/png png; }\n"
+                "types {\n  text/css css; application/json json;image/gif gif\n"
+                "  text/plain txt }\n");
+    ck_assert_str_eq(TYPE("/f.html"), "text/html");
+    ck_assert_str_eq(TYPE("/f.png"), "image/png");
+    ck_assert_str_eq(TYPE("/f.css"), "text/css");
+    ck_assert_str_eq(TYPE("/f.json"), "application/json");
+    ck_assert_str_eq(TYPE("/f.gif"), "image/gif");
+    ck_assert_str_eq(TYPE("/f.txt"), "text/plain");
+    ck_assert_uint_eq(mime_count(), 6);
+}
+END_TEST
+
 /* Before: parsing stopped at the NUL, and every type after it was lost
  * without a word. */
 START_TEST(nul_byte_refuses_the_file)
@@ -164,6 +182,7 @@ int main(void)
     tcase_add_test(tc, missing_file_fails);
     tcase_add_test(tc, nul_byte_refuses_the_file);
     tcase_add_test(tc, nginx_entries_continued_on_the_next_line);
+    tcase_add_test(tc, nginx_entries_several_on_a_line);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
