@@ -156,7 +156,10 @@ int mime_load(const char *path)
                             "at most 127 letters, digits or !#$%%&'*+-.^_`|~", path, lineno);
                 else
                     type = tok;
-            } else if (type != NULL && len < MIME_EXT_MAX) {
+            } else if (type != NULL && len >= MIME_EXT_MAX) {
+                log_msg(LOG_WARN, "%s:%u: extension \"%.40s%s\" skipped: longer than %d characters",
+                        path, lineno, tok, len > 40 ? "..." : "", MIME_EXT_MAX - 1);
+            } else if (type != NULL) {
                 struct mime_entry *e = slot_for(t, size, tok, len);
                 if (e->ext[0] == '\0') {
                     for (size_t i = 0; i <= len; i++)

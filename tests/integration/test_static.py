@@ -812,7 +812,7 @@ def _(srv):
     long_ok = "application/x-" + "a" * 113             # a 127-character subtype: accepted
     too_long = "application/x-" + "b" * 200            # refused with a warning
     with open(mt, "w") as f:
-        f.write("%s lok\n%s lbad\ntext/plain txt\n" % (long_ok, too_long))
+        f.write("%s lok\n%s lbad\ntext/plain txt\ntext/x-long extensionof16chars\n" % (long_ok, too_long))
     os.chmod(mt, 0o644)
     srv.root.write("f.lok", DATA)
     srv.root.write("f.lbad", DATA)
@@ -820,6 +820,9 @@ def _(srv):
     own.start()
     try:
         check("entry skipped: its type is not type/subtype" in own.stderr(), "no warning for the over-long type: %r" % own.stderr()[-500:])
+        # before, an extension too long for the table was dropped without a word
+        check('extension "extensionof16chars" skipped: longer than 15 characters' in own.stderr(),
+              "no warning for the over-long extension: %r" % own.stderr()[-500:])
         for path, ctype in (("/f.lok", long_ok), ("/f.lbad", "application/octet-stream")):
             r = rng(own, path, "bytes=0-0,10-10")
             eq(r.status_line, PARTIAL, path)
