@@ -55,6 +55,8 @@ int daemon_detach(void)
         log_errno(LOG_ERROR, "daemon: chdir /");
         return -1;
     }
+    if (log_echo_keep() < 0)
+        log_errno(LOG_WARN, "daemon: keeping standard error for start-up messages");
     int null = open("/dev/null", O_RDWR);
     if (null < 0) {
         log_errno(LOG_ERROR, "daemon: /dev/null");

@@ -16,6 +16,7 @@ static int log_opened;              /* log_fd is a file we opened, not stderr */
 static const char *log_path;
 static int log_linked = -1;         /* log_path was a symbolic link at the first open */
 static enum log_level log_max = LOG_INFO;
+static int echo_fd = -1;            /* start-up: errors and warnings also here */
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
@@ -106,6 +107,36 @@ int log_give(uid_t uid, gid_t gid)
     return log_opened ? log_file_give(log_fd, log_path, uid, gid) : 0;
 }
 
+void log_echo_begin(void)
+{
+    struct stat logged, err;
+    if (!log_opened || fstat(log_fd, &logged) < 0 || fstat(2, &err) < 0)
+        return;
+    if (logged.st_dev == err.st_dev && logged.st_ino == err.st_ino)
+        return;                     /* --error-log /dev/stderr, or 2>> the same file */
+    echo_fd = 2;
+}
+
+int log_echo_keep(void)
+{
+    if (echo_fd != 2)
+        return 0;
+    int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) {
+        echo_fd = -1;
+        return -1;
+    }
+    echo_fd = fd;
+    return 0;
+}
+
+void log_echo_end(void)
+{
+    if (echo_fd > 2)
+        close(echo_fd);
+    echo_fd = -1;
+}
+
 void log_set_level(enum log_level level)
 {
     log_max = level;
@@ -136,6 +167,9 @@ static void log_write(enum log_level level, int errnum, const char *fmt, va_list
     line[n++] = '\n';
     while (write(log_fd, line, n) < 0 && errno == EINTR)
         ;
+    if (echo_fd >= 0 && level <= LOG_WARN)
+        while (write(echo_fd, line, n) < 0 && errno == EINTR)
+            ;
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

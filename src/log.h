@@ -35,6 +35,16 @@ int log_give(uid_t uid, gid_t gid);
  * or give away, and writes to a pipe are whole only up to PIPE_BUF. */
 int log_not_regular_file(int fd);
 
+/* Start-up echo: while cowd starts, errors and warnings written to a log
+ * file also go to the standard error it was started with, so that a server
+ * that fails to start says why where it was started (nginx does the same).
+ * log_echo_begin() after log_open(); log_echo_keep() before a daemon points
+ * standard error at /dev/null (it keeps a duplicate); log_echo_end() once
+ * serving.  Nothing is echoed when the log is standard error's own file. */
+void log_echo_begin(void);
+int  log_echo_keep(void);
+void log_echo_end(void);
+
 /* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
  * on entry), like err(3).  Both write one whole line with one write(2). */
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -101,6 +101,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cowd: cannot open error log %s: %s\n", cfg.error_log, strerror(errno));
         return EXIT_FAILURE;
     }
+    log_echo_begin();
     if (cfg.access_log != NULL && accesslog_open(cfg.access_log, cfg.log_format) < 0) {
         log_errno(LOG_ERROR, "cannot open access log %s", cfg.access_log);
         return EXIT_FAILURE;

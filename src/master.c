@@ -391,6 +391,7 @@ int master_run(const struct master_setup *ms)
                 log_msg(LOG_WARN, "not every worker is serving %.0f s after start (see above); "
                         "detaching anyway", STARTUP_WAIT);
             daemon_ready();     /* `cowd --daemon` returns 0 once every worker is serving */
+            log_echo_end();
             ready = 1;
         }
         if (stopping && alive() == 0)

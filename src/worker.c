@@ -330,6 +330,7 @@ void worker_main(const struct worker_setup *ws)
     if (write(ws->ready_fd, &self, sizeof self) != (ssize_t)sizeof self)
         log_errno(LOG_WARN, "worker: cannot tell the master it is ready");
     close(ws->ready_fd);
+    log_echo_end();
     acceptor_run(first);
     /* stopped: the drain thread ends the process */
     if (!stop_started)

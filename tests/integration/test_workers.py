@@ -1232,6 +1232,56 @@ def _(shared):
     check(b"--error-log" in p.stderr, "message: %r" % p.stderr)
 
 
+@test("workers: with --error-log, start-up errors and warnings reach standard error too, info lines do not")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-echo-", dir=shared.root.tmp)
+    err = os.path.join(d, "error.log")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        addr = "127.0.0.1:%d" % busy.getsockname()[1]
+        # in the foreground: the bind fails; in a daemon: the pid file, after detaching
+        for mode, args in (("foreground", ["--foreground", "--listen", addr]),
+                           ("daemon", ["--daemon", "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
+                                       "--pid-file", os.path.join(d, "no", "such", "dir.pid")])):
+            p = subprocess.run([cowdtest.COWD, "--root", shared.root.path, "--error-log", err] + args,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+            want = b"Address already in use" if mode == "foreground" else b"cannot open pid file"
+            check(p.returncode != 0, "%s: started" % mode)
+            check(want in p.stderr, "%s: standard error says %r" % (mode, p.stderr))
+            check(b" info: " not in p.stderr, "%s: info lines echoed: %r" % (mode, p.stderr))
+            with open(err, "rb") as f:
+                check(want in f.read(), "%s: the error log lacks the error" % mode)
+        # the log on standard error's own file: every line once
+        with open(err, "wb"):
+            pass
+        with open(err, "ab") as log:
+            p = subprocess.run([cowdtest.COWD, "--foreground", "--root", shared.root.path, "--error-log", err,
+                                "--listen", addr], stdout=subprocess.PIPE, stderr=log, timeout=10)
+        with open(err, "rb") as f:
+            eq(f.read().count(b"Address already in use"), 1, "lines about the bind in a log that is stderr too")
+    finally:
+        busy.close()
+    # a mime.types warning at start is echoed; once serving, standard error is
+    # the daemon's /dev/null and the log's alone (the daemon returns at once:
+    # had it kept a pipe to our standard error open, run() would wait for it)
+    mt = os.path.join(d, "mime.types")
+    with open(mt, "w") as f:
+        f.write("text/plain txt\ntext/x-long abcdefghijklmnopq\n")
+    pidf = os.path.join(d, "cowd.pid")
+    p = subprocess.run([cowdtest.COWD, "--daemon", "--root", shared.root.path, "--error-log", err,
+                        "--mime-types", mt, "--pid-file", pidf, "--listen", "127.0.0.1:%d" % cowdtest.free_port()],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+    pid = read_pid(pidf)
+    try:
+        eq(p.returncode, 0, "exit status of cowd --daemon")
+        check(b'extension "abcdefghijklmnopq" skipped' in p.stderr, "standard error: %r" % p.stderr)
+        check(b"serving" not in p.stderr, "info line echoed: %r" % p.stderr)
+    finally:
+        kill_daemon(pid)
+
+
 def read_pid(path):
     try:
         with open(path) as f:
