@@ -211,6 +211,13 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
     }
 }
 
+/* After body_recv() gave got <= 0: 408 if no byte came for --body-timeout,
+ * -1 if the body stopped coming (end of stream, error): nothing to answer. */
+static int body_failed(ssize_t got)
+{
+    return got < 0 && errno == ETIMEDOUT ? 408 : -1;
+}
+
 /* Drops n body bytes: first those already buffered, then exactly the rest
  * from the socket, so a pipelined request behind the body stays there. */
 static int discard_bytes(struct conn *c, uint64_t n)
@@ -222,7 +229,7 @@ static int discard_bytes(struct conn *c, uint64_t n)
     while (n > 0) {
         ssize_t got = body_recv(c, n < c->scratch_cap ? (size_t)n : c->scratch_cap, 0);
         if (got <= 0)
-            return -1;
+            return body_failed(got);
         n -= (uint64_t)got;
     }
     return 0;
@@ -235,7 +242,7 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
     if (!req->chunked) {
         if (req->content_length > cfg.max_body_discard)
             return 413;
-        return discard_bytes(c, req->content_length) < 0 ? -1 : 0;
+        return discard_bytes(c, req->content_length);
     }
     struct chunked_state cs;
     chunked_init(&cs);
@@ -255,14 +262,14 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
          * then take from the socket just the bytes the body used. */
         ssize_t n = body_recv(c, c->scratch_cap, MSG_PEEK);
         if (n <= 0)
-            return -1;
+            return body_failed(n);
         r = chunked_feed(&cs, c->scratch, (size_t)n, &consumed, &data);
         if (r == CHUNKED_ERROR)
             return 400;
         while (consumed > 0) {
             ssize_t got = body_recv(c, consumed, 0);
             if (got <= 0)
-                return -1;
+                return body_failed(got);
             consumed -= (size_t)got;
         }
     }
@@ -357,12 +364,15 @@ static void handle_request(struct conn *c, struct http_request *req)
     timerclear(&c->waiter.guard_since);     /* the request is in: sends have their own rule */
     if (st != 0) {
         c->close_after = 1;
-        if (st > 0) {
-            c->linger = 1;          /* so that the error is not lost to a reset */
+        if (st > 0)
             response_error(c, req, st, NULL, NULL);
+        if (st > 0 && st != 408) {
+            c->linger = 1;          /* so that the error is not lost to a reset */
         } else {
-            /* the body stopped coming, or came too slowly: nothing was
-             * answered, so there is nothing to linger for (slow bodies) */
+            /* the body stopped coming (nothing to answer) or made no
+             * progress for --body-timeout (408, as a stalled head gets): no
+             * lingering for a client this slow (slow bodies): the 408 may be
+             * lost to a reset, the handler is not */
             c->in_start = c->in_end;
             c->close_at_once = 1;
         }

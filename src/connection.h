@@ -61,7 +61,9 @@ void conn_attach_depot(struct depot *d);
 void conn_serve(void *conn, const struct depot_conn *dc);
 
 /* Reads and drops the request body announced by req (bounded by
- * cfg.max_body_discard).  0 ok, else the error status to send (then close). */
+ * cfg.max_body_discard).  0 ok; -1 the body stopped coming (nothing to
+ * answer); else the status to send, then close: 400 (bad chunking), 408 (no
+ * progress for cfg.body_timeout), 413 (too large). */
 int conn_discard_body(struct conn *c, const struct http_request *req);
 
 #endif

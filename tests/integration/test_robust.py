@@ -363,6 +363,31 @@ def _(srv):
     srv.assert_alive()
 
 
+# A body that stopped coming was met with a silent close after --body-timeout,
+# where a head that stops gets 408: the client could not tell a timeout from a
+# crash.  Now 408 and a close, whether the body is sized or chunked.
+@test("robust: a request body that stalls gets 408 and a close after --body-timeout",
+      args=["--body-timeout", "1"])
+def _(srv):
+    for how, head in (("Content-Length", b"Content-Length: 1000\r\n\r\n0123456789"),
+                      ("chunked", b"Transfer-Encoding: chunked\r\n\r\n10\r\n0123")):
+        with srv.conn() as c:
+            t0 = time.time()
+            c.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n" + head)
+            data = c.read_to_eof()
+            took = time.time() - t0
+            check(data.startswith(b"HTTP/1.1 408 "), "%s: reply %r" % (how, data[:60]))
+            check(b"\r\nConnection: close\r\n" in data, "%s: no Connection: close: %r" % (how, data[:200]))
+            check(0.8 < took < 4, "%s: 408 after %.1f s with --body-timeout 1" % (how, took))
+    # the body arriving whole, slowly but within the timeout each time, is served
+    with srv.conn() as c:
+        c.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nab")
+        time.sleep(0.5)
+        c.send(b"cd")
+        eq(c.response().body, HELLO, "after a body with a pause")
+    srv.assert_alive()
+
+
 @test("robust: idle keep-alive connection closed after --keepalive-timeout",
       args=["--keepalive-timeout", "1"])
 def _(srv):

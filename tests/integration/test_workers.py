@@ -751,6 +751,11 @@ def _(shared):
         c.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
         time.sleep(0.2)
         c.close()                               # the body never comes
+        # a body that stalls past --body-timeout: 408, with its request line
+        with cowdtest.Conn(srv.port) as c:
+            c.send(b"GET /stalled HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+            data = c.read_to_eof()
+        check(data.startswith(b"HTTP/1.1 408 "), "408 for the stalled body: %r" % data[:40])
         # a head that never completes: 408
         with cowdtest.Conn(srv.port) as c:
             c.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n")
@@ -769,14 +774,15 @@ def _(shared):
         c.close()                               # reset: the send fails
         def lines_now():
             ls = log_lines(path)
-            return ls if len(ls) >= 4 else None
-        lines = wait_for(lines_now, 10, "four access log lines")
+            return ls if len(ls) >= 5 else None
+        lines = wait_for(lines_now, 10, "five access log lines")
         fields = [COMMON_RE.match(l) for l in lines]
         check(all(fields), "not Common Log Format: %r" % lines)
         eq([(m.group("req"), m.group("status")) for m in fields],
            [("GET /no/such/file HTTP/1.1", "404"), ("GET /hello.txt HTTP/1.1", "499"),
-            ("-", "408"), ("GET /big.bin HTTP/1.1", "200")], "requests and statuses")
-        sent = int(fields[3].group("bytes"))
+            ("GET /stalled HTTP/1.1", "408"), ("-", "408"), ("GET /big.bin HTTP/1.1", "200")],
+           "requests and statuses")
+        sent = int(fields[4].group("bytes"))
         check(got <= sent < BIG_SIZE, "bytes logged for the abandoned transfer: %d (client read %d)"
               % (sent, got))
         eq(stop(srv), 0, "master exit status")
