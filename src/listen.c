@@ -15,7 +15,8 @@
 
 #include "log.h"
 
-/* Splits "ADDR:PORT" or "[ADDR]:PORT" into host (a buffer of 256) and port. */
+/* Splits "ADDR:PORT" or "[ADDR]:PORT" into host (a buffer of 256) and port;
+ * "PORT" and ":PORT" are "*:PORT", as nginx's "listen 8080". */
 static int split_spec(const char *spec, char *host, long *port, char *why, size_t why_len)
 {
     const char *port_str;
@@ -36,17 +37,20 @@ static int split_spec(const char *spec, char *host, long *port, char *why, size_
         port_str = close + 2;
     } else {
         const char *colon = strrchr(spec, ':');
-        if (colon == NULL) {
-            snprintf(why, why_len, "expected ADDR:PORT");
+        if (colon == NULL && spec[strspn(spec, "0123456789")] != '\0') {
+            snprintf(why, why_len, "expected ADDR:PORT, or PORT for every IPv4 address");
             return -1;
         }
-        host_len = (size_t)(colon - spec);
-        if (host_len == 0 || host_len >= 256) {
-            snprintf(why, why_len, "expected ADDR:PORT");
+        port_str = colon == NULL ? spec : colon + 1;
+        host_len = colon == NULL ? 0 : (size_t)(colon - spec);
+        if (host_len >= 256) {
+            snprintf(why, why_len, "address too long");
             return -1;
         }
-        memcpy(host, spec, host_len);
-        port_str = colon + 1;
+        if (host_len == 0)
+            host[host_len++] = '*';
+        else
+            memcpy(host, spec, host_len);
     }
     host[host_len] = '\0';
 
@@ -124,6 +128,24 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
     *len = res->ai_addrlen;
     freeaddrinfo(res);
     return 0;
+}
+
+int listen_same(const char *a, const char *b)
+{
+    struct sockaddr_storage sa, sb;
+    socklen_t la, lb;
+    char why[160];
+    if (listen_parse(a, &sa, &la, why, sizeof why) < 0 || listen_parse(b, &sb, &lb, why, sizeof why) < 0)
+        return 0;
+    if (sa.ss_family != sb.ss_family)
+        return 0;
+    if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *x = (const struct sockaddr_in *)&sa, *y = (const struct sockaddr_in *)&sb;
+        return x->sin_port != 0 && x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)&sa, *y = (const struct sockaddr_in6 *)&sb;
+    return x->sin6_port != 0 && x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
+           memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
 }
 
 int listen_expand(const char *spec, char (*out)[LISTEN_ADDR_MAX], unsigned max,

@@ -8,10 +8,13 @@
 #include <netinet/in.h>
 #include <stddef.h>
 
-/* Parses "1.2.3.4:80", "[::1]:80", "*:80" or "localhost:80".  0 or -1 with a
- * reason in why. */
+/* Parses "1.2.3.4:80", "[::1]:80", "*:80" (also ":80" and "80": every IPv4
+ * address) or "localhost:80".  0 or -1 with a reason in why. */
 int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
                  char *why, size_t why_len);
+/* 1 if a and b (addresses, not host names) name the same address and port;
+ * port 0 (any free port) is never the same. */
+int listen_same(const char *a, const char *b);
 /* Room for "[ADDR%SCOPE]:PORT" and its NUL. */
 #define LISTEN_ADDR_MAX (INET6_ADDRSTRLEN + IF_NAMESIZE + 8)
 /* A host name stands for every address it resolves to, as nginx has it:

@@ -267,6 +267,40 @@ def _(srv):
         p.wait(timeout=15)
 
 
+@test("cli: --listen PORT and --listen :PORT listen on every IPv4 address")
+def _(srv):
+    for form in ("%d", ":%d"):
+        port = free_port()
+        p = subprocess.Popen([COWD, "--listen", form % port, "--root", srv.root_dir, "--user", "root"],
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        try:
+            data = get_when_listening("127.0.0.1", port, b"t", "--listen " + form % port)
+            check(data.startswith(b"HTTP/1.1 200 OK\r\n"), "200 with --listen %s" % (form % port))
+        finally:
+            p.terminate()
+            err = p.communicate(timeout=15)[1].decode(errors="replace")
+        check("on http://0.0.0.0:%d/ " % port in err, "--listen %s: the log names 0.0.0.0: %r"
+              % (form % port, err))
+
+
+# An address given twice failed at the second bind with "Address already in
+# use", as if another server held it.
+@test("cli: an address given to --listen twice is refused, naming both forms")
+def _(srv):
+    port = free_port()
+    for first, again in (("127.0.0.1:%d", "127.0.0.1:%d"), ("*:%d", "%d"), ("[::1]:%d", "[0:0::1]:%d")):
+        a, b = first % port, again % port
+        rc, out, err = run_cowd("--listen", a, "--listen", b, "--root", srv.root_dir, "--foreground")
+        eq(rc, 1, "exit status with --listen %s --listen %s" % (a, b))
+        check("is already given (as %s)" % a in err and "'%s' for --listen" % b in err,
+              "message for --listen %s --listen %s: %r" % (a, b, err))
+        check("Address already in use" not in err, "got as far as binding: %r" % err)
+    # port 0 is a new free port each time: allowed twice
+    rc, out, err = run_cowd("--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--root", srv.root_dir,
+                            "--foreground", "--workers", "0", "--version")
+    check("already given" not in err, "port 0 twice refused: %r" % err)
+
+
 def in_private_hosts(hosts, argv):
     """argv run with the file hosts bind-mounted on /etc/hosts, in a mount
     namespace of its own (so the rest of the system keeps its /etc/hosts)."""
