@@ -10,6 +10,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "accesslog.h"
@@ -63,6 +64,25 @@ static const char *absolute(const char *path)
  * The next files we open would then take descriptors 0-2, and --daemon's
  * redirection of those to /dev/null would replace the error log or a listen
  * socket.  Fill any gap with /dev/null first. */
+/* A pid file that is also a log: writing the pid would empty the log, and
+ * removing the pid file at exit would delete it.  1 (logged) if so. */
+static int pid_file_is_a_log(void)
+{
+    const char *logs[] = { cfg.error_log, cfg.access_log };
+    const char *what[] = { "error log", "access log" };
+    struct stat pid, log;
+    if (cfg.pid_file == NULL || stat(cfg.pid_file, &pid) < 0)
+        return 0;                       /* not there yet: not a log either, they are open */
+    for (unsigned i = 0; i < sizeof logs / sizeof logs[0]; i++)
+        if (logs[i] != NULL && stat(logs[i], &log) == 0 &&
+            pid.st_dev == log.st_dev && pid.st_ino == log.st_ino) {
+            log_msg(LOG_ERROR, "--pid-file %s is the %s's file: each needs a file of its own",
+                    cfg.pid_file, what[i]);
+            return 1;
+        }
+    return 0;
+}
+
 static int ensure_standard_fds(void)
 {
     for (int fd = 0; fd <= 2; fd++) {
@@ -120,6 +140,8 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     close(dfd);
+    if (pid_file_is_a_log())
+        return EXIT_FAILURE;
     struct privileges priv;
     if (privileges_resolve(&priv) < 0)
         return EXIT_FAILURE;

@@ -1288,6 +1288,26 @@ def _(shared):
         kill_daemon(pid)
 
 
+# The pid file written over a log emptied it, and its removal at exit
+# deleted the log.
+@test("workers: a --pid-file that is the error or access log's file is refused at start, the log kept")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-pidlog-", dir=shared.root.tmp)
+    for log_flag in ("--error-log", "--access-log"):
+        path = os.path.join(d, "both" + log_flag)
+        with open(path, "w") as f:
+            f.write("an earlier line\n")
+        port = cowdtest.free_port()
+        p = subprocess.run([cowdtest.COWD, "--foreground", "--root", shared.root.path,
+                            "--listen", "127.0.0.1:%d" % port, log_flag, path, "--pid-file", path],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        eq(p.returncode, 1, "exit status with %s and --pid-file the same file" % log_flag)
+        check(b"each needs a file of its own" in p.stderr + open(path, "rb").read(),
+              "%s: no message: %r" % (log_flag, p.stderr))
+        with open(path, "rb") as f:
+            check(f.read().startswith(b"an earlier line\n"), "%s: the log lost its lines" % log_flag)
+
+
 def read_pid(path):
     try:
         with open(path) as f:
