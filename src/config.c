@@ -132,7 +132,7 @@ void config_usage(FILE *out)
 "Serve static files over HTTP/1.1 with cooperative threads.\n"
 "\n"
 "  -l, --listen ADDR:PORT       address to listen on (repeatable); IPv6 as [::1]:8080,\n"
-"                               '*:PORT' or PORT for all IPv4 addresses, a host name for every\n"
+"                               all IPv4 as *:PORT, :PORT or PORT; a host name: every\n"
 "                               address it resolves to (default 127.0.0.1:8080)\n"
 "      --root DIR               document root (default: the bundled demo site)\n"
 "      --index NAME             index file served for directories (default index.html)\n"
@@ -316,19 +316,10 @@ int config_parse(int argc, char **argv)
                                   why, sizeof why);
             if (n < 0)
                 return bad("listen", optarg, why);
-            unsigned first_new = cfg.n_listen;
             if (n == 0)
                 cfg.listen[cfg.n_listen++] = optarg;
             for (int k = 0; k < n; k++, cfg.n_listen++)
                 cfg.listen[cfg.n_listen] = resolved[cfg.n_listen];
-            /* the second bind would fail with "Address already in use", as
-             * if another server held the address */
-            for (unsigned i = first_new; i < cfg.n_listen; i++)
-                for (unsigned j = 0; j < first_new; j++)
-                    if (listen_same(cfg.listen[i], cfg.listen[j])) {
-                        snprintf(why, sizeof why, "%s is already given (as %s)", cfg.listen[i], cfg.listen[j]);
-                        return bad("listen", optarg, why);
-                    }
             break;
         }
         case OPT_ROOT: cfg.root = optarg; break;
@@ -444,6 +435,20 @@ int config_parse(int argc, char **argv)
      * be answered 431 instead of 414 (or 501 for its method). */
     if (cfg.max_uri >= cfg.max_header_size)
         cfg.max_uri = cfg.max_header_size - 1;
+    /* the second bind would fail with "Address already in use", as if
+     * another server held the address (with SO_REUSEPORT both succeed) */
+    for (unsigned i = 1; i < cfg.n_listen && !cfg.reuseport; i++)
+        for (unsigned j = 0; j < i; j++) {
+            char why[2 * LISTEN_ADDR_MAX + 96];
+            if (listen_same(cfg.listen[i], cfg.listen[j]))
+                snprintf(why, sizeof why, "%s is already given (as %s)", cfg.listen[i], cfg.listen[j]);
+            else if (listen_overlap(cfg.listen[i], cfg.listen[j]))
+                snprintf(why, sizeof why, "%s and %s overlap (one is every address); "
+                         "both can be bound only with --reuseport", cfg.listen[j], cfg.listen[i]);
+            else
+                continue;
+            return bad("listen", cfg.listen[i], why);
+        }
     if (cfg.n_listen == 0)
         cfg.listen[cfg.n_listen++] = "127.0.0.1:8080";
     if (cfg.root == NULL)

@@ -211,11 +211,13 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
     }
 }
 
-/* After body_recv() gave got <= 0: 408 if no byte came for --body-timeout,
- * -1 if the body stopped coming (end of stream, error): nothing to answer. */
-static int body_failed(ssize_t got)
+/* After body_recv() gave got <= 0: 408 if the body's bytes stopped coming
+ * in time (--body-timeout, or the pool's pressure rule); -1 if the body
+ * ended early, or the connection failed (a response we were sending, say,
+ * timed out): nothing to answer. */
+static int body_failed(const struct conn *c, ssize_t got)
 {
-    return got < 0 && errno == ETIMEDOUT ? 408 : -1;
+    return got < 0 && errno == ETIMEDOUT && !c->out.failed ? 408 : -1;
 }
 
 /* Drops n body bytes: first those already buffered, then exactly the rest
@@ -229,7 +231,7 @@ static int discard_bytes(struct conn *c, uint64_t n)
     while (n > 0) {
         ssize_t got = body_recv(c, n < c->scratch_cap ? (size_t)n : c->scratch_cap, 0);
         if (got <= 0)
-            return body_failed(got);
+            return body_failed(c, got);
         n -= (uint64_t)got;
     }
     return 0;
@@ -262,14 +264,14 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
          * then take from the socket just the bytes the body used. */
         ssize_t n = body_recv(c, c->scratch_cap, MSG_PEEK);
         if (n <= 0)
-            return body_failed(n);
+            return body_failed(c, n);
         r = chunked_feed(&cs, c->scratch, (size_t)n, &consumed, &data);
         if (r == CHUNKED_ERROR)
             return 400;
         while (consumed > 0) {
             ssize_t got = body_recv(c, consumed, 0);
             if (got <= 0)
-                return body_failed(got);
+                return body_failed(c, got);
             consumed -= (size_t)got;
         }
     }

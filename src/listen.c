@@ -130,6 +130,30 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
     return 0;
 }
 
+static int is_any(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+static in_port_t port_of(const struct sockaddr_storage *ss)
+{
+    return ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                    : ((const struct sockaddr_in6 *)ss)->sin6_port;
+}
+
+int listen_overlap(const char *a, const char *b)
+{
+    struct sockaddr_storage sa, sb;
+    socklen_t la, lb;
+    char why[160];
+    if (listen_parse(a, &sa, &la, why, sizeof why) < 0 || listen_parse(b, &sb, &lb, why, sizeof why) < 0)
+        return 0;
+    return sa.ss_family == sb.ss_family && port_of(&sa) != 0 && port_of(&sa) == port_of(&sb) &&
+           (is_any(&sa) || is_any(&sb));
+}
+
 int listen_same(const char *a, const char *b)
 {
     struct sockaddr_storage sa, sb;

@@ -17,6 +17,7 @@ static const char *log_path;
 static int log_linked = -1;         /* log_path was a symbolic link at the first open */
 static enum log_level log_max = LOG_INFO;
 static int echo_fd = -1;            /* start-up: errors and warnings also here */
+static enum log_level echo_max = LOG_WARN;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
@@ -114,6 +115,8 @@ void log_echo_begin(void)
         return;
     if (logged.st_dev == err.st_dev && logged.st_ino == err.st_ino)
         return;                     /* --error-log /dev/stderr, or 2>> the same file */
+    if (S_ISCHR(logged.st_mode) && S_ISCHR(err.st_mode) && logged.st_rdev == err.st_rdev)
+        return;                     /* --error-log /dev/tty on that terminal */
     echo_fd = 2;
 }
 
@@ -130,6 +133,11 @@ int log_echo_keep(void)
     return 0;
 }
 
+void log_echo_errors_only(void)
+{
+    echo_max = LOG_ERROR;
+}
+
 void log_echo_end(void)
 {
     if (echo_fd > 2)
@@ -144,6 +152,7 @@ void log_set_level(enum log_level level)
 
 static void log_write(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
+    int saved = errno;              /* callers may log, then look at errno */
     char line[1024];
     size_t n;
     time_t now = time(NULL);
@@ -167,9 +176,10 @@ static void log_write(enum log_level level, int errnum, const char *fmt, va_list
     line[n++] = '\n';
     while (write(log_fd, line, n) < 0 && errno == EINTR)
         ;
-    if (echo_fd >= 0 && level <= LOG_WARN)
+    if (echo_fd >= 0 && level <= echo_max)
         while (write(echo_fd, line, n) < 0 && errno == EINTR)
             ;
+    errno = saved;
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

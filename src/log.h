@@ -37,13 +37,16 @@ int log_not_regular_file(int fd);
 
 /* Start-up echo: while cowd starts, errors and warnings written to a log
  * file also go to the standard error it was started with, so that a server
- * that fails to start says why where it was started (nginx does the same).
+ * that fails to start says why where it was started (nginx does the same);
+ * of the workers, only the first, and only its errors.
  * log_echo_begin() after log_open(); log_echo_keep() before a daemon points
  * standard error at /dev/null (it keeps a duplicate); log_echo_end() once
  * serving.  Nothing is echoed when the log is standard error's own file. */
 void log_echo_begin(void);
 int  log_echo_keep(void);
 void log_echo_end(void);
+/* A worker: what the master already said (MIME warnings) is not repeated. */
+void log_echo_errors_only(void);
 
 /* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
  * on entry), like err(3).  Both write one whole line with one write(2). */

@@ -60,10 +60,6 @@ static const char *absolute(const char *path)
     return p;
 }
 
-/* A supervisor may start us with standard input, output or error closed.
- * The next files we open would then take descriptors 0-2, and --daemon's
- * redirection of those to /dev/null would replace the error log or a listen
- * socket.  Fill any gap with /dev/null first. */
 /* A pid file that is also a log: writing the pid would empty the log, and
  * removing the pid file at exit would delete it.  1 (logged) if so. */
 static int pid_file_is_a_log(void)
@@ -83,6 +79,10 @@ static int pid_file_is_a_log(void)
     return 0;
 }
 
+/* A supervisor may start us with standard input, output or error closed.
+ * The next files we open would then take descriptors 0-2, and --daemon's
+ * redirection of those to /dev/null would replace the error log or a listen
+ * socket.  Fill any gap with /dev/null first. */
 static int ensure_standard_fds(void)
 {
     for (int fd = 0; fd <= 2; fd++) {
@@ -116,6 +116,9 @@ int main(int argc, char **argv)
     if (cfg.chroot_dir == NULL)
         cfg.root = absolute(cfg.root);
 
+    /* before anything is logged: start-up messages may go to a closed pipe
+     * on standard error too (log_echo_begin) */
+    signal(SIGPIPE, SIG_IGN);
     log_set_level((enum log_level)cfg.log_level);
     if (cfg.error_log != NULL && log_open(cfg.error_log) < 0) {
         fprintf(stderr, "cowd: cannot open error log %s: %s\n", cfg.error_log, strerror(errno));
@@ -147,7 +150,6 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     privileges_give_logs(&priv, 1, 1, LOG_WARN);
 
-    signal(SIGPIPE, SIG_IGN);
     /* a log at the file size limit (RLIMIT_FSIZE) fails its writes with
      * EFBIG, which are logged and lost; the default action would kill the
      * worker at its next flush, again and again */

@@ -94,6 +94,10 @@ static pid_t spawn(unsigned s)
         struct worker_setup ws;
         close(life[1]);
         daemon_close_ready_pipe();      /* only the master reports start-up */
+        if (s == 0)
+            log_echo_errors_only();     /* one worker's errors are every worker's */
+        else
+            log_echo_end();
         daemon_close_pid_file();
         close(ready_pipe[0]);
         ws.life_fd = life[0];

@@ -295,6 +295,17 @@ def _(srv):
         check("is already given (as %s)" % a in err and "'%s' for --listen" % b in err,
               "message for --listen %s --listen %s: %r" % (a, b, err))
         check("Address already in use" not in err, "got as far as binding: %r" % err)
+    # an address inside an every-address one of the same port: cannot be bound
+    # too, unless with --reuseport
+    for first, again in (("%d", "127.0.0.1:%d"), ("[::1]:%d", "[::]:%d")):
+        a, b = first % port, again % port
+        rc, out, err = run_cowd("--listen", a, "--listen", b, "--root", srv.root_dir, "--foreground")
+        eq(rc, 1, "exit status with --listen %s --listen %s" % (a, b))
+        check("'%s' for --listen: %s and %s overlap" % (b, a, b) in err,
+              "message for --listen %s --listen %s: %r" % (a, b, err))
+    rc, out, err = run_cowd("--listen", "%d" % port, "--listen", "127.0.0.1:%d" % port, "--reuseport",
+                            "--version")
+    check("overlap" not in err, "overlap refused with --reuseport: %r" % err)
     # port 0 is a new free port each time: allowed twice
     rc, out, err = run_cowd("--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--root", srv.root_dir,
                             "--foreground", "--workers", "0", "--version")
