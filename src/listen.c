@@ -143,33 +143,36 @@ static in_port_t port_of(const struct sockaddr_storage *ss)
                                     : ((const struct sockaddr_in6 *)ss)->sin6_port;
 }
 
-int listen_overlap(const char *a, const char *b)
+/* How two --listen addresses relate: 0 apart (or port 0, or unparsable),
+ * 1 the same, 2 overlapping (one is its family's any-address). */
+static int relation(const char *a, const char *b)
 {
     struct sockaddr_storage sa, sb;
     socklen_t la, lb;
     char why[160];
-    if (listen_parse(a, &sa, &la, why, sizeof why) < 0 || listen_parse(b, &sb, &lb, why, sizeof why) < 0)
+    if (listen_parse(a, &sa, &la, why, sizeof why) < 0 || listen_parse(b, &sb, &lb, why, sizeof why) < 0 ||
+        sa.ss_family != sb.ss_family || port_of(&sa) == 0 || port_of(&sa) != port_of(&sb))
         return 0;
-    return sa.ss_family == sb.ss_family && port_of(&sa) != 0 && port_of(&sa) == port_of(&sb) &&
-           (is_any(&sa) || is_any(&sb));
+    int same;
+    if (sa.ss_family == AF_INET) {
+        same = ((const struct sockaddr_in *)&sa)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)&sb)->sin_addr.s_addr;
+    } else {
+        const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)&sa, *y = (const struct sockaddr_in6 *)&sb;
+        same = x->sin6_scope_id == y->sin6_scope_id &&
+               memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
+    }
+    return same ? 1 : is_any(&sa) || is_any(&sb) ? 2 : 0;
 }
 
 int listen_same(const char *a, const char *b)
 {
-    struct sockaddr_storage sa, sb;
-    socklen_t la, lb;
-    char why[160];
-    if (listen_parse(a, &sa, &la, why, sizeof why) < 0 || listen_parse(b, &sb, &lb, why, sizeof why) < 0)
-        return 0;
-    if (sa.ss_family != sb.ss_family)
-        return 0;
-    if (sa.ss_family == AF_INET) {
-        const struct sockaddr_in *x = (const struct sockaddr_in *)&sa, *y = (const struct sockaddr_in *)&sb;
-        return x->sin_port != 0 && x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-    }
-    const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)&sa, *y = (const struct sockaddr_in6 *)&sb;
-    return x->sin6_port != 0 && x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
-           memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
+    return relation(a, b) == 1;
+}
+
+int listen_overlap(const char *a, const char *b)
+{
+    return relation(a, b) == 2;
 }
 
 int listen_expand(const char *spec, char (*out)[LISTEN_ADDR_MAX], unsigned max,

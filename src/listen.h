@@ -15,8 +15,9 @@ int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
 /* 1 if a and b (addresses, not host names) name the same address and port;
  * port 0 (any free port) is never the same. */
 int listen_same(const char *a, const char *b);
-/* 1 if a and b have one port (not 0) and family, and one of them is the
- * family's any-address: binding both fails unless both use SO_REUSEPORT. */
+/* 1 if a and b differ but have one port (not 0) and family, and one of
+ * them is the family's any-address: binding both fails unless both use
+ * SO_REUSEPORT. */
 int listen_overlap(const char *a, const char *b);
 /* Room for "[ADDR%SCOPE]:PORT" and its NUL. */
 #define LISTEN_ADDR_MAX (INET6_ADDRSTRLEN + IF_NAMESIZE + 8)
