@@ -194,6 +194,10 @@ void config_usage(FILE *out)
 "BYTES accept a k or m suffix.  See cowd(8).\n");
 }
 
+/* The --listen argument each cfg.listen[] entry came from (a host name
+ * gives several). */
+static const char *listen_given[COWD_MAX_LISTEN];
+
 static int bad(const char *flag, const char *value, const char *why)
 {
     fprintf(stderr, "cowd: invalid value '%s' for --%s: %s\n", value, flag, why);
@@ -310,6 +314,7 @@ int config_parse(int argc, char **argv)
              * each is listened on as if it had a --listen of its own. */
             static char resolved[COWD_MAX_LISTEN][LISTEN_ADDR_MAX];
             char why[160];
+            unsigned first = cfg.n_listen;
             if (cfg.n_listen == COWD_MAX_LISTEN)
                 return bad("listen", optarg, "too many --listen addresses");
             int n = listen_expand(optarg, &resolved[cfg.n_listen], COWD_MAX_LISTEN - cfg.n_listen,
@@ -320,6 +325,8 @@ int config_parse(int argc, char **argv)
                 cfg.listen[cfg.n_listen++] = optarg;
             for (int k = 0; k < n; k++, cfg.n_listen++)
                 cfg.listen[cfg.n_listen] = resolved[cfg.n_listen];
+            while (first < cfg.n_listen)
+                listen_given[first++] = optarg;
             break;
         }
         case OPT_ROOT: cfg.root = optarg; break;
@@ -435,19 +442,24 @@ int config_parse(int argc, char **argv)
      * be answered 431 instead of 414 (or 501 for its method). */
     if (cfg.max_uri >= cfg.max_header_size)
         cfg.max_uri = cfg.max_header_size - 1;
-    /* the second bind would fail with "Address already in use", as if
-     * another server held the address (with SO_REUSEPORT both succeed) */
+    /* The second bind would fail with "Address already in use", as if
+     * another server held the address; with SO_REUSEPORT both succeed.  An
+     * address inside an any-address of the same port: the same on Linux,
+     * while the BSDs' SO_REUSEADDR binds both. */
     for (unsigned i = 1; i < cfg.n_listen && !cfg.reuseport; i++)
         for (unsigned j = 0; j < i; j++) {
-            char why[2 * LISTEN_ADDR_MAX + 96];
+            char why[1024];
             if (listen_same(cfg.listen[i], cfg.listen[j]))
-                snprintf(why, sizeof why, "%s is already given (as %s)", cfg.listen[i], cfg.listen[j]);
+                snprintf(why, sizeof why, "%s is already given (by --listen %s)", cfg.listen[i],
+                         listen_given[j]);
+#ifdef __linux__
             else if (listen_overlap(cfg.listen[i], cfg.listen[j]))
-                snprintf(why, sizeof why, "%s and %s overlap (one is every address); "
-                         "both can be bound only with --reuseport", cfg.listen[j], cfg.listen[i]);
+                snprintf(why, sizeof why, "%s overlaps --listen %s (one is every address of the port); "
+                         "both can be bound only with --reuseport", cfg.listen[i], listen_given[j]);
+#endif
             else
                 continue;
-            return bad("listen", cfg.listen[i], why);
+            return bad("listen", listen_given[i], why);
         }
     if (cfg.n_listen == 0)
         cfg.listen[cfg.n_listen++] = "127.0.0.1:8080";

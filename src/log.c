@@ -115,8 +115,8 @@ void log_echo_begin(void)
         return;
     if (logged.st_dev == err.st_dev && logged.st_ino == err.st_ino)
         return;                     /* --error-log /dev/stderr, or 2>> the same file */
-    if (S_ISCHR(logged.st_mode) && S_ISCHR(err.st_mode) && logged.st_rdev == err.st_rdev)
-        return;                     /* --error-log /dev/tty on that terminal */
+    if (isatty(log_fd) && isatty(2))
+        return;                     /* --error-log /dev/tty: most likely the same terminal */
     echo_fd = 2;
 }
 

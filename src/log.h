@@ -38,7 +38,9 @@ int log_not_regular_file(int fd);
 /* Start-up echo: while cowd starts, errors and warnings written to a log
  * file also go to the standard error it was started with, so that a server
  * that fails to start says why where it was started (nginx does the same);
- * of the workers, only the first, and only its errors.
+ * of the workers, only the first, and only its errors (a warning only a
+ * worker gives is in the log alone: the price of not repeating the master's
+ * warnings once per worker).
  * log_echo_begin() after log_open(); log_echo_keep() before a daemon points
  * standard error at /dev/null (it keeps a duplicate); log_echo_end() once
  * serving.  Nothing is echoed when the log is standard error's own file. */

@@ -292,7 +292,7 @@ def _(srv):
         a, b = first % port, again % port
         rc, out, err = run_cowd("--listen", a, "--listen", b, "--root", srv.root_dir, "--foreground")
         eq(rc, 1, "exit status with --listen %s --listen %s" % (a, b))
-        check("is already given (as %s)" % a in err and "'%s' for --listen" % b in err,
+        check("is already given (by --listen %s)" % a in err and "'%s' for --listen" % b in err,
               "message for --listen %s --listen %s: %r" % (a, b, err))
         check("Address already in use" not in err, "got as far as binding: %r" % err)
     # an address inside an every-address one of the same port: cannot be bound
@@ -301,15 +301,18 @@ def _(srv):
         a, b = first % port, again % port
         rc, out, err = run_cowd("--listen", a, "--listen", b, "--root", srv.root_dir, "--foreground")
         eq(rc, 1, "exit status with --listen %s --listen %s" % (a, b))
-        check("'%s' for --listen: %s and %s overlap" % (b, a, b) in err,
+        check("'%s' for --listen: %s overlaps --listen %s" % (b, b, a) in err,
               "message for --listen %s --listen %s: %r" % (a, b, err))
-    rc, out, err = run_cowd("--listen", "%d" % port, "--listen", "127.0.0.1:%d" % port, "--reuseport",
-                            "--version")
-    check("overlap" not in err, "overlap refused with --reuseport: %r" % err)
-    # port 0 is a new free port each time: allowed twice
-    rc, out, err = run_cowd("--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--root", srv.root_dir,
-                            "--foreground", "--workers", "0", "--version")
-    check("already given" not in err, "port 0 twice refused: %r" % err)
+    # allowed (the missing root stops the start after the check): with
+    # --reuseport, which binds both; port 0, a new free port each time; two
+    # families (IPv6 sockets are IPv6 only)
+    for args in (["%d" % port, "127.0.0.1:%d" % port, "--reuseport"], ["127.0.0.1:0", "127.0.0.1:0"],
+                 ["*:%d" % port, "[::1]:%d" % port], ["[::]:%d" % port, "0.0.0.0:%d" % port]):
+        argv = ["--listen", args[0], "--listen", args[1]] + args[2:]
+        rc, out, err = run_cowd(*argv, "--root", "/nonexistent/root", "--foreground")
+        eq(rc, 1, "exit status with %s and a missing root" % " ".join(argv))
+        check("document root /nonexistent/root" in err and "for --listen" not in err,
+              "%s: refused for another reason: %r" % (" ".join(argv), err))
 
 
 def in_private_hosts(hosts, argv):
