@@ -648,6 +648,33 @@ def fetch_pth_sources(tmp, files):
     return p.stdout
 
 
+# `scripts/fuzz --help` ran the fuzzer with -max_total_time=--help, which
+# libFuzzer reads as 0: no time limit.  `scripts/build --help` configured a
+# build in a directory named --help.
+@test("scripts: every script answers --help with its usage, exit 0, and does nothing else")
+def _(srv):
+    top = os.path.join(SRCDIR, "scripts")
+    names = sorted(n for n in os.listdir(top)
+                   if os.path.isfile(os.path.join(top, n)) and os.access(os.path.join(top, n), os.X_OK))
+    names += ["bench/run", "bench/paired"]
+    check(len(names) > 12, "scripts found: %r" % names)
+    for name in names:
+        cwd = tempfile.mkdtemp(prefix="cowd-help-")
+        try:
+            p = subprocess.run([os.path.join(top, name), "--help"], cwd=cwd, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+            first = p.stdout.decode(errors="replace").lstrip("# ").split("\n")[0]
+            eq(p.returncode, 0, "exit status of %s --help (stderr %r)" % (name, p.stderr[-200:]))
+            check(first.startswith(os.path.basename(name)), "%s --help begins %r" % (name, first))
+            eq(os.listdir(cwd), [], "files %s --help left in its directory" % name)
+        finally:
+            shutil.rmtree(cwd, ignore_errors=True)
+    p = subprocess.run([os.path.join(top, "fuzz"), "ten"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=20)
+    eq(p.returncode, 2, "exit status of scripts/fuzz ten")
+    check(b"whole number" in p.stderr, "scripts/fuzz ten says: %r" % p.stderr)
+
+
 @test("fetch-pth: the private apt sources name no suite of a system source twice")
 def _(srv):
     # Before: a system source of Debian bookworm in one-line form got its
