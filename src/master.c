@@ -379,17 +379,10 @@ int master_run(const struct master_setup *ms)
     int ready = 0, rc = EXIT_SUCCESS;
     for (;;) {
         read_ready_pipe();
-        reap();                 /* also here: one SIGCHLD may stand for several children */
-        if (give_up && !stopping) {
-            stopping = 1;
-            rc = EXIT_FAILURE;
-            kill_at = now_s() + cfg.shutdown_timeout + 5;
-            signal_all(SIGTERM);
-            close_listeners();
-        }
         double t = now_s();
-        if (!stopping)
-            retire_old(t);
+        /* before reaping: a worker that said it serves, and was killed
+         * since, still ended the start-up (its death is the log's news,
+         * not the starting terminal's) */
         if (!ready && !stopping && (all_ready() || t >= started_at + STARTUP_WAIT)) {
             if (!all_ready())
                 log_msg(LOG_WARN, "not every worker is serving %.0f s after start (see above); "
@@ -398,6 +391,16 @@ int master_run(const struct master_setup *ms)
             log_echo_end();
             ready = 1;
         }
+        reap();                 /* also here: one SIGCHLD may stand for several children */
+        if (give_up && !stopping) {
+            stopping = 1;
+            rc = EXIT_FAILURE;
+            kill_at = now_s() + cfg.shutdown_timeout + 5;
+            signal_all(SIGTERM);
+            close_listeners();
+        }
+        if (!stopping)
+            retire_old(t);
         if (stopping && alive() == 0)
             break;
         if (stopping && t >= kill_at) {

@@ -267,6 +267,9 @@ def _(shared):
 def _(shared):
     srv = start(shared.root, ["--workers", "1"])
     try:
+        # served first: a worker killed while the server is still starting is
+        # start-up news, echoed to standard error, which health() reads
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served before the kills")
         for _ in range(4):
             w = workers_of(srv, 1)
             os.kill(w[0], signal.SIGKILL)
