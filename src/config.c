@@ -449,11 +449,12 @@ int config_parse(int argc, char **argv)
     for (unsigned i = 1; i < cfg.n_listen && !cfg.reuseport; i++)
         for (unsigned j = 0; j < i; j++) {
             char why[1024];
-            if (listen_same(cfg.listen[i], cfg.listen[j]))
+            enum listen_relation rel = listen_relation(cfg.listen[i], cfg.listen[j]);
+            if (rel == LISTEN_SAME)
                 snprintf(why, sizeof why, "%s is already given (by --listen %s)", cfg.listen[i],
                          listen_given[j]);
 #ifdef __linux__
-            else if (listen_overlap(cfg.listen[i], cfg.listen[j]))
+            else if (rel == LISTEN_OVERLAP)
                 snprintf(why, sizeof why, "%s overlaps --listen %s (one is every address of the port); "
                          "both can be bound only with --reuseport", cfg.listen[i], listen_given[j]);
 #endif

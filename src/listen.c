@@ -143,16 +143,14 @@ static in_port_t port_of(const struct sockaddr_storage *ss)
                                     : ((const struct sockaddr_in6 *)ss)->sin6_port;
 }
 
-/* How two --listen addresses relate: 0 apart (or port 0, or unparsable),
- * 1 the same, 2 overlapping (one is its family's any-address). */
-static int relation(const char *a, const char *b)
+enum listen_relation listen_relation(const char *a, const char *b)
 {
     struct sockaddr_storage sa, sb;
     socklen_t la, lb;
     char why[160];
     if (listen_parse(a, &sa, &la, why, sizeof why) < 0 || listen_parse(b, &sb, &lb, why, sizeof why) < 0 ||
         sa.ss_family != sb.ss_family || port_of(&sa) == 0 || port_of(&sa) != port_of(&sb))
-        return 0;
+        return LISTEN_APART;
     int same;
     if (sa.ss_family == AF_INET) {
         same = ((const struct sockaddr_in *)&sa)->sin_addr.s_addr ==
@@ -162,17 +160,7 @@ static int relation(const char *a, const char *b)
         same = x->sin6_scope_id == y->sin6_scope_id &&
                memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
     }
-    return same ? 1 : is_any(&sa) || is_any(&sb) ? 2 : 0;
-}
-
-int listen_same(const char *a, const char *b)
-{
-    return relation(a, b) == 1;
-}
-
-int listen_overlap(const char *a, const char *b)
-{
-    return relation(a, b) == 2;
+    return same ? LISTEN_SAME : is_any(&sa) || is_any(&sb) ? LISTEN_OVERLAP : LISTEN_APART;
 }
 
 int listen_expand(const char *spec, char (*out)[LISTEN_ADDR_MAX], unsigned max,

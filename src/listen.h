@@ -12,13 +12,12 @@
  * address) or "localhost:80".  0 or -1 with a reason in why. */
 int listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
                  char *why, size_t why_len);
-/* 1 if a and b (addresses, not host names) name the same address and port;
- * port 0 (any free port) is never the same. */
-int listen_same(const char *a, const char *b);
-/* 1 if a and b differ but have one port (not 0) and family, and one of
- * them is the family's any-address: binding both fails unless both use
- * SO_REUSEPORT. */
-int listen_overlap(const char *a, const char *b);
+/* How two --listen addresses (not host names) relate: SAME address and
+ * port; OVERLAP, one port and family where one is the family's any-address
+ * (binding both fails on Linux unless both use SO_REUSEPORT); else APART.
+ * Port 0 (any free port) is always APART. */
+enum listen_relation { LISTEN_APART, LISTEN_SAME, LISTEN_OVERLAP };
+enum listen_relation listen_relation(const char *a, const char *b);
 /* Room for "[ADDR%SCOPE]:PORT" and its NUL. */
 #define LISTEN_ADDR_MAX (INET6_ADDRSTRLEN + IF_NAMESIZE + 8)
 /* A host name stands for every address it resolves to, as nginx has it:
