@@ -57,6 +57,7 @@ static struct {
     pth_msgport_t wake_port;
     pth_message_t wake_msg;
     int wake_pending;
+    int asleep;                 /* the park thread waits for a park alone */
     time_t sleep_until;         /* while the park thread waits for events: the
                                  * expiry it will wake for; else 0 */
 #ifdef PARK_EPOLL
@@ -149,7 +150,9 @@ static void *park_main(void *arg)
     for (;;) {
         if (lot.n_parked == 0) {
             /* nothing to watch: sleep until park_connection() wakes us */
+            lot.asleep = 1;
             pth_wait(lot.ev_wake);
+            lot.asleep = 0;
             take_wakes();
             continue;
         }
@@ -305,11 +308,15 @@ int park_connection(const struct depot_conn *conn, unsigned timeout)
     if (s->next != NULL) s->next->prev = s; else f->tail = s;
     if (after != NULL) after->next = s; else f->head = s;
     lot.n_parked++;
-    depot_conn_idle(lot.depot);
-    if (!lot.wake_pending && (lot.n_parked == 1 || s->expires < lot.sleep_until)) {
+    /* Whether the park thread must be woken is asked of its state, not
+     * of n_parked == 1: other handlers may park before this check (any
+     * yield here lets them), and a park that found n_parked at 2 would
+     * leave it asleep with every parked connection unwatched. */
+    if (!lot.wake_pending && (lot.asleep || s->expires < lot.sleep_until)) {
         lot.wake_pending = 1;
         pth_msgport_put(lot.wake_port, &lot.wake_msg);
     }
+    depot_conn_idle(lot.depot);     /* may yield (pth_cond_notify): after the wake-up */
     return 0;
 }
 

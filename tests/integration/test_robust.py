@@ -7,8 +7,8 @@ import sys
 import threading
 import time
 
-from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, Conn, Server, TestFailure, TestSkip, check, eq,
-                      free_port, open_fds, read_to_eof, request, settled_fds, tcp_sockets, test)
+from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, TIMEOUT, Conn, Server, TestFailure, TestSkip,
+                      check, eq, free_port, open_fds, read_to_eof, request, settled_fds, tcp_sockets, test)
 
 
 @test("robust: half-closed client still receives the full response")
@@ -817,6 +817,53 @@ def _(srv):
         normal_client_served(srv, 3)
         idle[0].expect_closed(timeout=2)  # the one idle longest, quietly
         idle[-1].expect_open()
+    finally:
+        for c in idle:
+            c.close()
+    srv.assert_alive()
+
+
+# The first handler to park woke the accept thread waiting at the cap, and
+# that wake-up yields: the handlers whose park delay ran out in the same pass
+# parked meanwhile, each finding others parked, so none woke the park thread,
+# asleep with nothing to watch, and the first, back, found two or more parked
+# too.  Every parked connection then went unwatched: its next request never
+# read, its timeout never kept.
+def after_park(c):
+    """What a GET on parked connection c gets: 'served', 'closed' or 'silent'."""
+    try:
+        c.send(request("GET", "/hello.txt"))
+    except OSError:
+        return "closed"
+    c.sock.settimeout(3 * SLOW)
+    try:
+        r = c.response()
+    except TestFailure:
+        return "closed" if c.eof else "silent"
+    finally:
+        c.sock.settimeout(TIMEOUT)
+    return "served" if r.body == HELLO else r.status_line
+
+
+@test("robust: connections that park together while a new client waits at --max-connections "
+      "are still served and timed out",
+      args=["--max-connections", "8", "--keepalive-timeout", "4"])
+def _(srv):
+    idle = [srv.conn() for _ in range(8)]
+    try:
+        time.sleep(0.2)                     # all 8 accepted and handed out
+        for c in idle:                      # served together: they park together
+            c.send(request("GET", "/hello.txt"))
+        for i, c in enumerate(idle):
+            eq(c.response().body, HELLO, "idle client %d" % i)
+        # at once: every handler still waits out its park delay, so the
+        # accept thread waits at the cap with nothing parked; the 8 park
+        # together about a second later
+        normal_client_served(srv, 3)
+        got = [after_park(c) for c in idle]
+        eq(got.count("silent"), 0, "connections whose request went unanswered (of %r)" % got)
+        check(got.count("served") >= 7, "the idle ones (one closed to make room): %r" % got)
+        idle[-1].expect_closed(timeout=4 + 3 * SLOW)   # --keepalive-timeout kept
     finally:
         for c in idle:
             c.close()
