@@ -91,7 +91,7 @@ static void reserve_open(void)
 }
 
 /* Out of descriptors: 1 if one waiting client got a 503, 0 if none was
- * waiting or the reserve is gone too. */
+ * waiting, -1 if the reserve is gone too or accept failed otherwise. */
 static int refuse_one(int lfd)
 {
     static const char body[] =
@@ -100,10 +100,11 @@ static int refuse_one(int lfd)
     char head[256];
 
     if (reserve_fd < 0)
-        return 0;
+        return -1;
     close(reserve_fd);
     reserve_fd = -1;
     int fd = accept(lfd, NULL, NULL);
+    int nobody = fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     if (fd >= 0) {
         int n = snprintf(head, sizeof head,
                          "HTTP/1.1 503 Service Unavailable\r\nDate: %s\r\nServer: cowd\r\n"
@@ -134,7 +135,7 @@ static int refuse_one(int lfd)
         close(fd);
     }
     reserve_open();
-    return fd >= 0;
+    return fd >= 0 ? 1 : nobody ? 0 : -1;
 }
 
 static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *len)
@@ -274,17 +275,30 @@ void acceptor_run(struct acceptor *a)
                 pth_wait(ev_listen);
                 woke = 1;
             } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                int e = errno;
+                int out_of_fds = e == EMFILE || e == ENFILE;
                 /* out of descriptors: the file cache gives some back first */
-                if ((errno == EMFILE || errno == ENFILE) && filecache_shed_fds(8) > 0)
+                if (out_of_fds && filecache_shed_fds(8) > 0)
                     continue;
                 /* out of descriptors or memory: answer 503 with the reserve
                  * descriptor if we can, and back off instead of spinning */
-                if (emfile_count++ % 100 == 0)
-                    log_errno(LOG_ERROR, "accept: out of resources, refusing with 503 and backing off");
-                if ((errno == EMFILE || errno == ENFILE) && refuse_one(lfd))
-                    pth_nap(pth_time(0, 1000));
-                else
-                    pth_nap(pth_time(0, 100000));
+                int refused = out_of_fds ? refuse_one(lfd) : -1;
+                if (refused == 0 && accept_queue_len(lfd) == 0) {
+                    /* nobody waits: Linux's accept4 takes a descriptor
+                     * before it looks at the queue, so EMFILE says nothing
+                     * of clients.  Sleep on the listen socket as usual
+                     * (slot given back); the next client raises an edge
+                     * and gets its 503 then.  Not a 100 ms poll for good. */
+                    queued = 0;
+                    continue;
+                }
+                if (refused != 0 && emfile_count++ % 100 == 0) {
+                    errno = e;
+                    log_errno(LOG_ERROR, refused > 0
+                              ? "accept: out of descriptors, refusing with 503 and backing off"
+                              : "accept: out of resources, backing off");
+                }
+                pth_nap(pth_time(0, refused > 0 ? 1000 : 100000));
             } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
                 log_errno(LOG_WARN, "accept");
                 pth_nap(pth_time(0, 10000));
