@@ -135,21 +135,26 @@ static void produce(struct page *pg, const char *dir_path, const struct entry *e
     put_str(pg, "</body></html>\n");
 }
 
-void listing_send(struct conn *c, const struct http_request *req, int dir_fd, const char *dir_path)
+int listing_open(int dir_fd)
+{
+    /* dir_fd may be open for search only (static_file.c): the listing
+     * reads the same directory through a new descriptor, which needs read
+     * permission */
+    return openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+void listing_send(struct conn *c, const struct http_request *req, int read_fd, int dir_fd,
+                  const char *dir_path)
 {
     struct entry *entries = NULL;
     size_t n = 0, cap = 0;
     unsigned long more = 0, seen = 0;
     int ok = 0;
 
-    /* dir_fd may be open for search only (static_file.c): the listing
-     * reads the same directory through it, which needs read permission */
-    int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+    DIR *dir = fdopendir(read_fd);
     if (dir == NULL) {
         int e = errno;
-        if (dfd >= 0)
-            close(dfd);
+        close(read_fd);
         errno = e;
         log_errno(LOG_WARN, "listing %s", dir_path);
         response_error(c, req, status_for_errno(e), NULL, NULL);

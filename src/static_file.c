@@ -410,9 +410,11 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
-                if (n == 0)
+                /* as buff_sendfile: what is pending (replies pipelined
+                 * before this one, and its head) leaves before the FIN */
+                if (n == 0 && buff_flush(&c->out) == 0)
                     c->out.file_shrank = 1;
-                else
+                else if (n < 0)
                     log_errno(LOG_WARN, "reading the body of %s", c->path);
                 c->out.failed = 1;
                 return -1;
@@ -477,11 +479,22 @@ static void send_multipart(struct conn *c, const struct http_request *req,
 
 #ifdef COWD_LISTING
 /* A listing has no validators, but If-Match and If-None-Match still ask
- * whether a current representation exists (RFC 9110 §13.1.1-2). */
+ * whether a current representation exists (RFC 9110 §13.1.1-2).  A
+ * directory we cannot read has none: its 403 (or 503 out of descriptors)
+ * ignores the conditions (§13.2.1), so it is opened first. */
 static void send_listing(struct conn *c, const struct http_request *req, int dir_fd, const char *path)
 {
+    int read_fd = listing_open(dir_fd);
+    if (read_fd < 0) {
+        int e = errno;
+        log_errno(LOG_WARN, "listing %s", path);
+        response_error(c, req, status_for_errno(e), NULL, NULL);
+        return;
+    }
     const struct cond_resource res = { .etag = NULL, .no_mtime = 1 };
     int cond = cond_evaluate(req, &res);
+    if (cond == 304 || cond == 412)
+        close(read_fd);
     if (cond == 304) {
         response_begin(c, req, 304);
         response_header(c, "Cache-Control", LISTING_CACHE_CONTROL);   /* as the 200's (listing.h) */
@@ -489,7 +502,7 @@ static void send_listing(struct conn *c, const struct http_request *req, int dir
     } else if (cond == 412) {
         response_error(c, req, 412, NULL, NULL);
     } else {
-        listing_send(c, req, dir_fd, path);
+        listing_send(c, req, read_fd, dir_fd, path);
     }
 }
 #endif

@@ -336,6 +336,9 @@ def _(srv):
     r = srv.get("/sonoidx/")
     eq(r.status_line, "HTTP/1.1 403 Forbidden", "/sonoidx/")
     check(b"b.txt" not in r.body, "names of a directory that cannot be read were listed")
+    # the conditions apply only to a listing that could be sent (RFC 9110 §13.2.1)
+    for cond in ('If-None-Match: *', 'If-Match: "x"'):
+        eq(srv.get("/sonoidx/", [cond]).status_line, "HTTP/1.1 403 Forbidden", "/sonoidx/ with " + cond)
     eq(srv.get("/sonoidx/b.txt").body, b"b\n", "a file in it")
     eq(srv.get("/noindex/").status, 200, "a readable directory is still listed")
     srv.assert_alive()

@@ -335,6 +335,26 @@ def _(srv):
     eq(srv.get("/hello.txt").status_line, OK, "served afterwards")
 
 
+@test("cache: a small range of a file that shrank under the cache ends the connection "
+      "after the replies pipelined before it", ["--cache-validate", "60"])
+def _(srv):
+    # a range below --sendfile-min is read into memory, not sent with sendfile
+    srv.root.write("shrink4.bin", b"x" * 100000)
+    eq(len(srv.get("/shrink4.bin").body), 100000, "full body")
+    srv.root.write("shrink4.bin", b"y" * 10)          # same inode, truncated in place
+    with srv.conn() as c:
+        c.send(request("GET", "/hello.txt") +
+               request("GET", "/shrink4.bin", ["Range: bytes=50000-50099"]))
+        c.sock.settimeout(5)
+        raw = read_to_eof(c.sock)
+    check(raw.startswith(OK.encode()) and raw.count(b"HTTP/1.1 200 OK") == 1,
+          "the first reply, whole, before the close: %r" % raw[:300])
+    check(b"HTTP/1.1 206 Partial Content" in raw and b"Content-Length: 100\r\n" in raw,
+          "then the head of the range that cannot be finished: %r" % raw[:400])
+    check("shrank while being sent" in srv.stderr(), "logged: %r" % srv.stderr()[-300:])
+    eq(srv.get("/hello.txt").status_line, OK, "served afterwards")
+
+
 @test("cache: a file replaced by rename is noticed", ["--cache-validate", "0"])
 def _(srv):
     srv.root.write("swap.txt", b"AAAA")
