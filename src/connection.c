@@ -461,12 +461,14 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         io_deadline_after(&deadline, &wait_start,
                           started || c->requests == 0 ? cfg.header_timeout
                                                       : cfg.keepalive_timeout);
+        size_t seen = 0;            /* head bytes the last parse found incomplete */
         for (;;) {
-            if (c->in_end > c->in_start) {
-                pr = http_parse_request(c->in + c->in_start, c->in_end - c->in_start, &lim,
-                                        &req, &head_len, &status);
+            size_t have = c->in_end - c->in_start;
+            if (have > 0 && http_parse_may_change(c->in + c->in_start, seen, have, &req)) {
+                pr = http_parse_request(c->in + c->in_start, have, &lim, &req, &head_len, &status);
                 if (pr != HTTP_PARSE_INCOMPLETE)
                     break;
+                seen = have;
             }
             c->idle = !started && c->requests > 0;
             /* Waiting for the first byte of a request: park the socket
@@ -492,8 +494,10 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
             int at_handover = first_read && !c->read_waited;
             first_read = 0;
             if (rr == READ_OK) {
-                if (!started && c->requests > 0 && drop_empty_lines(c, &empty_dropped))
+                if (!started && c->requests > 0 && drop_empty_lines(c, &empty_dropped)) {
+                    seen = 0;       /* the head now starts elsewhere */
                     continue;
+                }
                 if (!started) {
                     started = 1;
                     /* Bytes found at hand-over were there when the

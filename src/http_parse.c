@@ -609,7 +609,9 @@ int http_next_field(const struct http_request *req, const char *name, size_t *cu
  * wants 414 for a target too long to parse, but a method longer than any we implement SHOULD be
  * 501: so if no SP ended the method within the limit, it is the method that is too long. A byte
  * that cannot be in a method before the first SP makes the line malformed (400) whatever its
- * length. Decided from bytes within the limit only, so the verdict does not depend on splits. */
+ * length, and so does a target that ended well within the limit (the line goes on where its
+ * version should have ended it).
+ * Decided from bytes within the limit only, so the verdict does not depend on splits. */
 static int overlong_line_status(const char *line, size_t n, struct http_request *req)
 {
     size_t i = 0;
@@ -617,11 +619,12 @@ static int overlong_line_status(const char *line, size_t n, struct http_request 
         i++;
     if (i == n)
         return 501;
-    if (i > 0 && line[i] == ' ') {
-        req->method = method_lookup(line, i);   /* so a HEAD's 414 goes without a body */
-        return 414;
-    }
-    return 400;
+    if (i == 0 || line[i] != ' ')
+        return 400;
+    req->method = method_lookup(line, i);       /* so a HEAD's 414 or 400 goes without a body */
+    /* a target that ended with room for a version (8 bytes) and CR after it */
+    const char *sp = memchr(line + i + 1, ' ', n - i - 1);
+    return sp != NULL && (size_t)(line + n - (sp + 1)) > 9 ? 400 : 414;
 }
 
 static enum http_parse_result fail(struct http_request *req, int *status, int code)
@@ -629,6 +632,21 @@ static enum http_parse_result fail(struct http_request *req, int *status, int co
     req->keep_alive = 0;
     *status = code;
     return HTTP_PARSE_ERROR;
+}
+
+/* More bytes cannot change the verdict before the buffer holds until bytes, unless one is a CR or
+ * LF: complete lines are not looked at again, and the partial last one only for its end. */
+static enum http_parse_result incomplete(struct http_request *req, size_t until)
+{
+    req->settled_until = until;
+    return HTTP_PARSE_INCOMPLETE;
+}
+
+int http_parse_may_change(const char *buf, size_t seen, size_t len, const struct http_request *req)
+{
+    if (seen == 0 || len >= req->settled_until || buf[seen - 1] == '\r')
+        return 1;                           /* (a CR ending the old bytes waits for its LF) */
+    return memchr(buf + seen, '\n', len - seen) != NULL || memchr(buf + seen, '\r', len - seen) != NULL;
 }
 
 enum http_parse_result http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
@@ -648,12 +666,12 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
      * toward max_head, which bounds how many we will skip. */
     for (;;) {
         if (pos >= window)
-            return at_window_limit ? fail(req, status, 431) : HTTP_PARSE_INCOMPLETE;
+            return at_window_limit ? fail(req, status, 431) : incomplete(req, 0);
         if (buf[pos] == '\n') {
             pos++;
         } else if (buf[pos] == '\r') {
             if (pos + 1 >= window)
-                return at_window_limit ? fail(req, status, 431) : HTTP_PARSE_INCOMPLETE;
+                return at_window_limit ? fail(req, status, 431) : incomplete(req, 0);
             if (buf[pos + 1] != '\n')
                 return fail(req, status, 400);
             pos += 2;
@@ -668,8 +686,12 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
         return fail(req, status, overlong_line_status(buf + pos, lim->max_request_line, req));
     if (found == -1)
         return fail(req, status, 400);
-    if (found == 0)
-        return at_window_limit ? fail(req, status, 431) : HTTP_PARSE_INCOMPLETE;
+    if (found == 0) {
+        /* find_line_end calls the line too long once the window passes this */
+        size_t too_long = pos + lim->max_request_line + 1;
+        return at_window_limit ? fail(req, status, 431)
+                               : incomplete(req, too_long < lim->max_head ? too_long : lim->max_head);
+    }
     int st = parse_request_line(buf + pos, line_end - pos, req);
     if (st)
         return fail(req, status, st);
@@ -683,7 +705,7 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
         if (found == -1)
             return fail(req, status, 400);
         if (found == 0)
-            return at_window_limit ? fail(req, status, 431) : HTTP_PARSE_INCOMPLETE;
+            return at_window_limit ? fail(req, status, 431) : incomplete(req, lim->max_head);
         if (line_end == pos)
             break; /* empty line: end of head */
         if (req->header_count >= lim->max_headers)

@@ -33,6 +33,7 @@ struct http_request {
     struct http_slice fields;        /* the header field lines (after the request-line) up to and
                                         including the empty line; for http_next_field */
     unsigned header_count;
+    size_t settled_until;            /* after HTTP_PARSE_INCOMPLETE: see http_parse_may_change */
 };
 
 /* A field sent on several lines is one comma-joined list (RFC 9110 §5.3).  If-Match and
@@ -55,6 +56,13 @@ enum { HTTP_REPEATED_IF_MATCH = 1, HTTP_REPEATED_IF_NONE_MATCH = 2, HTTP_REPEATE
 enum http_parse_result { HTTP_PARSE_OK, HTTP_PARSE_INCOMPLETE, HTTP_PARSE_ERROR };
 enum http_parse_result http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
                                           struct http_request *req, size_t *head_len, int *status);
+
+/* After http_parse_request returned HTTP_PARSE_INCOMPLETE for the first seen bytes of buf (req
+ * its output), whether parsing the first len (> seen) bytes could give anything else.  Only a CR or
+ * LF among the new bytes (or a CR that ended the old ones) or reaching a length limit can: a
+ * caller fed a few bytes at a time need not parse the whole head again for each (that costs time
+ * quadratic in the head's length). */
+int http_parse_may_change(const char *buf, size_t seen, size_t len, const struct http_request *req);
 
 /* Iterates the OWS-trimmed values of every field line named name (given in lower case; matched ASCII
  * case-insensitively) of a

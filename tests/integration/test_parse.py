@@ -121,6 +121,22 @@ def _(srv):
     eq(r.status, 200, "URI under the limit")
 
 
+@test("parse: an over-long request line whose target ended within --max-uri is 400, not 414",
+      args=LIMITS)
+def _(srv):
+    # RFC 9112 §3: 414 is for a target too long to parse; here the target
+    # is short and what follows it is not a version
+    expect_error(srv, b"GET / HTTP/1.1" + b"X" * 400 + b"\r\nHost: t\r\n\r\n",
+                 "HTTP/1.1 400 Bad Request")
+    expect_error(srv, b"GET /a HTTP/1.1 " + b"x" * 400 + b"\r\nHost: t\r\n\r\n",
+                 "HTTP/1.1 400 Bad Request")
+    expect_error(srv, b"GET /" + b"a" * 400 + b" HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "HTTP/1.1 414 URI Too Long")
+    # the target ends within the limit, but its version would not fit: still the target's length
+    expect_error(srv, b"GET /" + b"a" * 190 + b" HTTP/1.1\r\nHost: t\r\n\r\n",
+                 "HTTP/1.1 414 URI Too Long")
+
+
 @test("parse: a request line longer than --max-header-size is 414, or 501 for its method",
       args=["--max-header-size", "1024"])
 def _(srv):

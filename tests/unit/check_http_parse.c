@@ -27,8 +27,19 @@ static void check_prefixes(const char *s, size_t n, const struct http_limits *li
         size_t hl;
         int st;
         enum http_parse_result res = http_parse_request(s, k, lim, &r, &hl, &st);
-        if (res == HTTP_PARSE_INCOMPLETE)
+        if (res == HTTP_PARSE_INCOMPLETE) {
+            /* the caller does not parse again while http_parse_may_change says nothing can
+             * change: it must be right for every longer prefix it says so of */
+            for (size_t k2 = k + 1; k2 <= n && !http_parse_may_change(s, k, k2, &r); k2++) {
+                struct http_request r2;
+                size_t hl2;
+                int st2;
+                ck_assert_msg(http_parse_request(s, k2, lim, &r2, &hl2, &st2) == HTTP_PARSE_INCOMPLETE,
+                              "prefix %zu of %zu incomplete, prefix %zu not, yet "
+                              "http_parse_may_change said no", k, n, k2);
+            }
             continue;
+        }
         ck_assert_msg(res == want && (res != HTTP_PARSE_ERROR || st == want_status) &&
                           (res != HTTP_PARSE_OK || hl == want_head_len),
                       "prefix %zu of %zu gave %d/%d, full gives %d/%d", k, n, res, st, want, want_status);
@@ -266,6 +277,65 @@ END_TEST
 
 /* An over-long request-line whose method alone exceeds the limit is 501 (RFC 9112 §3: a method
  * longer than any implemented SHOULD be 501), not 414; garbage before the first SP stays 400. */
+/* Fed a byte at a time, a head is parsed again only when a line ends: a client trickling its
+ * head costs the parse time linear in the head's length, not quadratic. */
+START_TEST(bytewise_feed_parses_per_line)
+{
+    static const struct http_limits lim = { 8192, 16384, 100 };
+    char buf[4096];
+    int k = snprintf(buf, sizeof buf, "GET /index.html HTTP/1.1\r\nHost: example\r\n");
+    size_t n = (size_t)k;
+    for (int i = 0; i < 30; i++) {
+        k = snprintf(buf + n, sizeof buf - n, "X-Pad-%d: %s\r\n", i,
+                     "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz");
+        n += (size_t)k;
+    }
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\r\n");
+    ck_assert_uint_lt(n, sizeof buf - 1);
+
+    struct http_request r;
+    size_t hl = 0, seen = 0;
+    int st;
+    unsigned parses = 0;
+    enum http_parse_result res = HTTP_PARSE_INCOMPLETE;
+    memset(&r, 0, sizeof r);
+    for (size_t have = 1; have <= n; have++) {
+        if (!http_parse_may_change(buf, seen, have, &r))
+            continue;
+        parses++;
+        res = http_parse_request(buf, have, &lim, &r, &hl, &st);
+        if (res != HTTP_PARSE_INCOMPLETE)
+            break;
+        seen = have;
+    }
+    ck_assert_int_eq(res, HTTP_PARSE_OK);
+    ck_assert_uint_eq(hl, n);
+    ck_assert_uint_eq(r.header_count, 31);
+    /* 33 lines: a parse when a line's CR comes, one when its LF does, one for the first byte */
+    ck_assert_msg(parses <= 2 * 33 + 1, "%u parses for a head of %zu bytes", parses, n);
+
+    /* over the request line's limit, a line with no end is still caught as it grows */
+    static const struct http_limits small = { 64, 16384, 100 };
+    char line[200];
+    memset(line, 'a', sizeof line);
+    memcpy(line, "GET /", 5);
+    seen = 0;
+    res = HTTP_PARSE_INCOMPLETE;
+    size_t have;
+    for (have = 1; have <= sizeof line; have++) {
+        if (!http_parse_may_change(line, seen, have, &r))
+            continue;
+        res = http_parse_request(line, have, &small, &r, &hl, &st);
+        if (res != HTTP_PARSE_INCOMPLETE)
+            break;
+        seen = have;
+    }
+    ck_assert_int_eq(res, HTTP_PARSE_ERROR);
+    ck_assert_int_eq(st, 414);
+    ck_assert_uint_eq(have, 65);
+}
+END_TEST
+
 START_TEST(request_line_length_method)
 {
     /* LIM.max_request_line == 64 */
@@ -286,6 +356,20 @@ START_TEST(request_line_length_method)
     buf[21] = '/';
     memset(buf + 22, 'a', 100);
     strcpy(buf + 122, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 414);
+
+    /* the target ended with room for a version and CR before the limit: the line goes on
+     * where it should have ended, malformed (400), not a target too long */
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "GET / HTTP/1.1");
+    memset(buf + 14, 'X', 100);
+    strcpy(buf + 114, "\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 400);
+    /* ... but one whose version would cross the limit is still too long a target */
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "GET /");
+    memset(buf + 5, 'a', 55);
+    strcpy(buf + 60, " HTTP/1.1\r\nHost: h\r\n\r\n");
     EXPECT_STATUS(buf, 414);
 
     /* a method exactly up to the limit, SP as the first byte past it: still the method */
@@ -945,6 +1029,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pipelined);
     tcase_add_test(tc, error_head_len);
     tcase_add_test(tc, must_close);
+    tcase_add_test(tc, bytewise_feed_parses_per_line);
     suite_add_tcase(s, tc);
     return s;
 }
