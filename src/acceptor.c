@@ -264,7 +264,36 @@ void acceptor_run(struct acceptor *a)
                 break;
             }
             queued = -1;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int empty = errno == EAGAIN || errno == EWOULDBLOCK;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                int e = errno;
+                int out_of_fds = e == EMFILE || e == ENFILE;
+                /* out of descriptors: the file cache gives some back first */
+                if (out_of_fds && filecache_shed_fds(8) > 0)
+                    continue;
+                /* out of descriptors or memory: answer 503 with the reserve
+                 * descriptor if we can, and back off instead of spinning */
+                int refused = out_of_fds ? refuse_one(lfd) : -1;
+                if (refused != 0) {
+                    if (emfile_count++ % 100 == 0) {
+                        errno = e;
+                        log_errno(LOG_ERROR, refused > 0
+                                  ? "accept: out of descriptors, refusing with 503 and backing off"
+                                  : "accept: out of resources, backing off");
+                    }
+                    pth_nap(pth_time(0, refused > 0 ? 1000 : 100000));
+                    continue;
+                }
+                /* Nobody waits: the reserve's accept, with a descriptor
+                 * free, found the queue empty (Linux's accept4 takes a
+                 * descriptor before it looks at the queue, so EMFILE says
+                 * nothing of clients).  Sleep on the listen socket as for
+                 * EAGAIN; the next client raises an edge and gets its 503
+                 * then.  Not a retry every 100 ms, holding a slot, for as
+                 * long as descriptors stay short. */
+                empty = 1;
+            }
+            if (empty) {
                 if (give_back_slot(d, &counted)) {
                     queued = 0;
                     continue;
@@ -274,31 +303,6 @@ void acceptor_run(struct acceptor *a)
                     n_empty++;      /* readable, but another process took it */
                 pth_wait(ev_listen);
                 woke = 1;
-            } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                int e = errno;
-                int out_of_fds = e == EMFILE || e == ENFILE;
-                /* out of descriptors: the file cache gives some back first */
-                if (out_of_fds && filecache_shed_fds(8) > 0)
-                    continue;
-                /* out of descriptors or memory: answer 503 with the reserve
-                 * descriptor if we can, and back off instead of spinning */
-                int refused = out_of_fds ? refuse_one(lfd) : -1;
-                if (refused == 0 && accept_queue_len(lfd) == 0) {
-                    /* nobody waits: Linux's accept4 takes a descriptor
-                     * before it looks at the queue, so EMFILE says nothing
-                     * of clients.  Sleep on the listen socket as usual
-                     * (slot given back); the next client raises an edge
-                     * and gets its 503 then.  Not a 100 ms poll for good. */
-                    queued = 0;
-                    continue;
-                }
-                if (refused != 0 && emfile_count++ % 100 == 0) {
-                    errno = e;
-                    log_errno(LOG_ERROR, refused > 0
-                              ? "accept: out of descriptors, refusing with 503 and backing off"
-                              : "accept: out of resources, backing off");
-                }
-                pth_nap(pth_time(0, refused > 0 ? 1000 : 100000));
             } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
                 log_errno(LOG_WARN, "accept");
                 pth_nap(pth_time(0, 10000));

@@ -622,9 +622,10 @@ static int overlong_line_status(const char *line, size_t n, struct http_request 
     if (i == 0 || line[i] != ' ')
         return 400;
     req->method = method_lookup(line, i);       /* so a HEAD's 414 or 400 goes without a body */
-    /* a target that ended with room for a version (8 bytes) and CR after it */
+    /* a target that ended with room for a version (8 bytes) after it: the byte past the
+     * limit, where its line end would be, is none (find_line_end looked) */
     const char *sp = memchr(line + i + 1, ' ', n - i - 1);
-    return sp != NULL && (size_t)(line + n - (sp + 1)) > 9 ? 400 : 414;
+    return sp != NULL && (size_t)(line + n - (sp + 1)) >= 8 ? 400 : 414;
 }
 
 static enum http_parse_result fail(struct http_request *req, int *status, int code)
@@ -663,10 +664,13 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     size_t pos = 0;
 
     /* RFC 9112 §2.2: ignore at least one empty line before the request-line. These bytes count
-     * toward max_head, which bounds how many we will skip. */
+     * toward max_head; past HTTP_LEADING_EMPTY_MAX of them the request is refused (Apache takes
+     * 10 lines): every byte of this run is a line end, so each read would parse it all again. */
     for (;;) {
         if (pos >= window)
             return at_window_limit ? fail(req, status, 431) : incomplete(req, 0);
+        if (pos >= HTTP_LEADING_EMPTY_MAX && (buf[pos] == '\n' || buf[pos] == '\r'))
+            return fail(req, status, 400);
         if (buf[pos] == '\n') {
             pos++;
         } else if (buf[pos] == '\r') {

@@ -13,6 +13,10 @@ struct http_slice { const char *p; size_t len; };      /* points into the caller
 
 struct http_limits { size_t max_request_line; size_t max_head; unsigned max_headers; };
 
+/* Bytes of empty lines (CRLF or LF) accepted before a request-line; an empty line that
+ * would start past them is answered 400. */
+#define HTTP_LEADING_EMPTY_MAX 64
+
 struct http_request {
     enum http_method method; struct http_slice method_name;
     struct http_slice target;        /* raw request-target */

@@ -410,12 +410,16 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
-                /* as buff_sendfile: what is pending (replies pipelined
-                 * before this one, and its head) leaves before the FIN */
-                if (n == 0 && buff_flush(&c->out) == 0)
+                if (n == 0) {
+                    /* the cache drops the entry (file_shrank).  As from
+                     * buff_sendfile, what is pending (replies pipelined
+                     * before this one, and its head) leaves before the
+                     * FIN; a client gone meanwhile has lost nothing more */
                     c->out.file_shrank = 1;
-                else if (n < 0)
+                    (void)buff_flush(&c->out);
+                } else {
                     log_errno(LOG_WARN, "reading the body of %s", c->path);
+                }
                 c->out.failed = 1;
                 return -1;
             }

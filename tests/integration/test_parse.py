@@ -208,11 +208,16 @@ def _(srv):
         expect_error(srv, line, BAD)
 
 
-@test("parse: leading empty lines before the request line are ignored")
+@test("parse: leading empty lines before the request line are ignored, up to 64 bytes of them")
 def _(srv):
     with srv.conn() as c:
         c.send(b"\r\n" + request("GET", "/hello.txt"))
         eq(c.response().body, HELLO, "body")
+    with srv.conn() as c:
+        c.send(b"\r\n" * 32 + request("GET", "/hello.txt"))
+        eq(c.response().body, HELLO, "body after 64 bytes of empty lines")
+    # more: every read of such a run would parse all of it again
+    expect_error(srv, b"\r\n" * 33 + request("GET", "/hello.txt"), BAD)
 
 
 @test("framing: GET with Content-Length body: discarded, next request served")

@@ -847,7 +847,7 @@ def after_park(c):
 
 @test("robust: connections that park together while a new client waits at --max-connections "
       "are still served and timed out",
-      args=["--max-connections", "8", "--keepalive-timeout", "4"])
+      args=["--max-connections", "8", "--keepalive-timeout", str(int(4 * SLOW))])
 def _(srv):
     idle = [srv.conn() for _ in range(8)]
     try:
@@ -863,7 +863,7 @@ def _(srv):
         got = [after_park(c) for c in idle]
         eq(got.count("silent"), 0, "connections whose request went unanswered (of %r)" % got)
         check(got.count("served") >= 7, "the idle ones (one closed to make room): %r" % got)
-        idle[-1].expect_closed(timeout=4 + 3 * SLOW)   # --keepalive-timeout kept
+        idle[-1].expect_closed(timeout=7 * SLOW)       # --keepalive-timeout kept
     finally:
         for c in idle:
             c.close()

@@ -149,6 +149,19 @@ START_TEST(leading_empty_lines)
     expect_status_lim(buf, strlen(buf), &lim, 431, __LINE__);
     lim.max_head = 33;
     expect_ok_lim(buf, strlen(buf), &lim, __LINE__);
+    /* At most HTTP_LEADING_EMPTY_MAX bytes of them: an empty line starting past that is 400
+     * (each read of such a run would parse it all again) */
+    char many[256];
+    for (int i = 0; i < 32; i++)
+        memcpy(many + 2 * i, "\r\n", 2);
+    strcpy(many + 64, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_OK(many);
+    memcpy(many + 64, "\r\n", 2);
+    strcpy(many + 66, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(many, 400);
+    memset(many, '\n', 65);
+    strcpy(many + 65, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(many, 400);
     /* Nothing but empty lines up to the limit is 431, never an endless INCOMPLETE. */
     expect_status_lim("\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n", 32, &(struct http_limits){ 64, 32, 8 },
                       431, __LINE__);
@@ -364,6 +377,15 @@ START_TEST(request_line_length_method)
     strcpy(buf, "GET / HTTP/1.1");
     memset(buf + 14, 'X', 100);
     strcpy(buf + 114, "\r\nHost: h\r\n\r\n");
+    EXPECT_STATUS(buf, 400);
+    /* 8 bytes after the target's SP within the limit: its line end would have been the byte
+     * past the limit, which is none */
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "GET /");
+    memset(buf + 5, 'a', 50);
+    strcpy(buf + 55, " HTTP/1.1X");
+    memset(buf + 65, 'X', 20);
+    strcpy(buf + 85, "\r\nHost: h\r\n\r\n");
     EXPECT_STATUS(buf, 400);
     /* ... but one whose version would cross the limit is still too long a target */
     memset(buf, 0, sizeof buf);
