@@ -349,6 +349,18 @@ START_TEST(bytewise_feed_parses_per_line)
 }
 END_TEST
 
+/* Expects status want (with LIM) for head, then n copies of fill, then tail. */
+static void expect_status_filled(const char *head, char fill, size_t n, const char *tail, int want, int line)
+{
+    char buf[512];
+    size_t h = strlen(head), t = strlen(tail);
+    ck_assert_uint_lt(h + n + t, sizeof buf);
+    memcpy(buf, head, h);
+    memset(buf + h, fill, n);
+    memcpy(buf + h + n, tail, t + 1);
+    expect_status_lim(buf, h + n + t, &LIM, want, line);
+}
+
 START_TEST(request_line_length_method)
 {
     /* LIM.max_request_line == 64 */
@@ -373,26 +385,13 @@ START_TEST(request_line_length_method)
 
     /* the target ended with room for a version and CR before the limit: the line goes on
      * where it should have ended, malformed (400), not a target too long */
-    memset(buf, 0, sizeof buf);
-    strcpy(buf, "GET / HTTP/1.1");
-    memset(buf + 14, 'X', 100);
-    strcpy(buf + 114, "\r\nHost: h\r\n\r\n");
-    EXPECT_STATUS(buf, 400);
+    expect_status_filled("GET / HTTP/1.1", 'X', 100, "\r\nHost: h\r\n\r\n", 400, __LINE__);
     /* 8 bytes after the target's SP within the limit: its line end would have been the byte
      * past the limit, which is none */
-    memset(buf, 0, sizeof buf);
-    strcpy(buf, "GET /");
-    memset(buf + 5, 'a', 50);
-    strcpy(buf + 55, " HTTP/1.1X");
-    memset(buf + 65, 'X', 20);
-    strcpy(buf + 85, "\r\nHost: h\r\n\r\n");
-    EXPECT_STATUS(buf, 400);
+    expect_status_filled("GET /", 'a', 50, " HTTP/1.1XXXXXXXXXXXXXXXXXXXXX\r\nHost: h\r\n\r\n", 400,
+                         __LINE__);
     /* ... but one whose version would cross the limit is still too long a target */
-    memset(buf, 0, sizeof buf);
-    strcpy(buf, "GET /");
-    memset(buf + 5, 'a', 55);
-    strcpy(buf + 60, " HTTP/1.1\r\nHost: h\r\n\r\n");
-    EXPECT_STATUS(buf, 414);
+    expect_status_filled("GET /", 'a', 55, " HTTP/1.1\r\nHost: h\r\n\r\n", 414, __LINE__);
 
     /* a method exactly up to the limit, SP as the first byte past it: still the method */
     memset(buf, 0, sizeof buf);
