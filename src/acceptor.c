@@ -212,11 +212,12 @@ struct acceptor *acceptor_new(int lfd, struct depot *d)
 
 /* Gives back a slot of --max-connections held for a client not accepted;
  * 1 if that woke a thread waiting at the cap (and so yielded). */
-static int give_back_slot(struct depot *d, int *counted)
+static int give_back_slot(struct depot *d, int *counted, int *over)
 {
     if (!*counted)
         return 0;
     *counted = 0;
+    *over = 0;
     return depot_conn_closed(d);
 }
 
@@ -239,12 +240,15 @@ void acceptor_run(struct acceptor *a)
          * held by a thread asleep on a quiet address would shut clients of
          * the other addresses out. */
         int fd = -1, woke = 0, counted = 0;
+        /* over: the slot is one over the cap, to be made by closing an
+         * idle connection once this client is accepted */
+        int over = 0;
         while (!stopping) {
             if (queued == 0 && (queued = accept_queue_len(lfd)) == 0) {
                 /* giving the slot back may run a thread waiting for it:
                  * then look again, since nothing may yield between the look
                  * and the wait's io_drained, or an edge could be lost */
-                if (give_back_slot(d, &counted))
+                if (give_back_slot(d, &counted, &over))
                     continue;
                 io_drained(lfd, 0);
                 pth_wait(ev_listen);
@@ -253,7 +257,7 @@ void acceptor_run(struct acceptor *a)
                 continue;
             }
             if (!counted) {
-                depot_conn_reserve(d, lfd, ev_client);  /* waits at --max-connections */
+                over = depot_conn_reserve(d, lfd, ev_client);  /* waits at --max-connections */
                 counted = 1;
                 if (stopping)
                     break;
@@ -264,6 +268,27 @@ void acceptor_run(struct acceptor *a)
                 break;
             }
             queued = -1;
+            if (over) {
+                /* Out of descriptors, the file cache's go first, then the
+                 * idle connection's (in every process sharing the socket
+                 * that is out of them).  Else the slot over the cap is
+                 * given back before anything that may yield: a nap, a
+                 * refusal, a sleep. */
+                int e = errno;
+                if (e == EMFILE || e == ENFILE) {
+                    if (filecache_shed_fds(8) > 0)
+                        continue;
+                    if (depot_conn_make_room(d)) {
+                        over = 0;
+                        continue;
+                    }
+                }
+                if (give_back_slot(d, &counted, &over)) {
+                    queued = 0;
+                    continue;
+                }
+                errno = e;
+            }
             int empty = errno == EAGAIN || errno == EWOULDBLOCK;
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 int e = errno;
@@ -294,7 +319,7 @@ void acceptor_run(struct acceptor *a)
                 empty = 1;
             }
             if (empty) {
-                if (give_back_slot(d, &counted)) {
+                if (give_back_slot(d, &counted, &over)) {
                     queued = 0;
                     continue;
                 }
@@ -310,10 +335,12 @@ void acceptor_run(struct acceptor *a)
         }
         if (fd < 0) {
             depot_msg_return(d, m);
-            give_back_slot(d, &counted);
+            give_back_slot(d, &counted, &over);
             break;
         }
         n_accepted++;
+        if (over)       /* nothing yielded since the look: the idle one is there */
+            depot_conn_make_room(d);
 #if !defined(__linux__) && !defined(__FreeBSD__) && !defined(__OpenBSD__) && \
     !defined(__NetBSD__) && !defined(__DragonFly__)
         /* elsewhere TCP_NODELAY may not be inherited from the listener */

@@ -268,25 +268,37 @@ static int client_waiting(int lfd)
     return poll(&p, 1, 0) > 0;
 }
 
-void depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client)
+int depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client)
 {
+    int over = 0;
     if (d->cfg.max_connections != 0 && d->open_conns >= d->cfg.max_connections) {
         pth_mutex_acquire(&d->cap_mutex, FALSE, NULL);
         while (d->open_conns >= d->cfg.max_connections) {
             /* Once a client is waiting, make room by closing the connection
              * idle longest, as nginx does: else idle keep-alive clients (or
              * silent ones) at the cap would lock every new client out for a
-             * whole timeout.  Waits for a close, for a connection to become
-             * idle, or (with one idle) for a client to arrive. */
+             * whole timeout.  Closed only once the accept succeeds (nothing
+             * yields on the way, so the idle one stays idle): another
+             * process may take the client.  Waits for a close, for a
+             * connection to become idle, or (with one idle) for a client
+             * to arrive. */
             int idle = d->cfg.idle_count != NULL && d->cfg.idle_count() > 0;
-            if (idle && client_waiting(lfd) && d->cfg.reclaim_idle())
-                continue;
+            if (idle && client_waiting(lfd)) {
+                over = 1;
+                break;
+            }
             d->cap_waiting = 1;
             pth_cond_await(&d->cap_cond, &d->cap_mutex, idle ? ev_client : NULL);
         }
         pth_mutex_release(&d->cap_mutex);
     }
     d->open_conns++;
+    return over;
+}
+
+int depot_conn_make_room(struct depot *d)
+{
+    return d->cfg.reclaim_idle != NULL && d->cfg.reclaim_idle();
 }
 
 int depot_conn_closed(struct depot *d)

@@ -84,8 +84,16 @@ struct depot_msg *depot_msg_take(struct depot *d, int wait);
 /* The accept thread counts the connection it is about to accept as open,
  * waiting first while max_connections are open.  At the cap, a client
  * waiting on listening socket lfd (ev_client: its readability, may be NULL)
- * gets the slot of the connection idle longest. */
-void depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client);
+ * gets the slot of the connection idle longest: then the slot is counted
+ * one over the cap and 1 returned, and the caller, once it has accepted
+ * the client, calls depot_conn_make_room() (or gives the slot back with
+ * depot_conn_closed() if the client was gone).  Accepting first matters
+ * when processes share a listening socket: all of them see the one client,
+ * and each closing an idle connection for it would close one per process. */
+int depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client);
+/* Closes the connection idle longest for a slot counted over the cap;
+ * 1 if there was one (it is then no longer over).  May yield. */
+int depot_conn_make_room(struct depot *d);
 /* A client connection was closed (or a reservation given back unused).
  * 1 if a thread waiting at the cap was woken: the caller has yielded. */
 int depot_conn_closed(struct depot *d);

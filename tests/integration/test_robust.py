@@ -823,6 +823,41 @@ def _(srv):
     srv.assert_alive()
 
 
+# Workers sharing one listening socket all saw the one new client, and each
+# closed its connection idle longest to make room before its accept: one
+# client cost an idle connection in every worker, the losers' for nothing.
+# Now the room is made after the accept succeeds.
+@test("robust: with 2 workers at --max-connections, one new client closes one idle connection",
+      args=["--workers", "2", "--max-connections", "4", "--keepalive-timeout", "60"])
+def _(srv):
+    idle = [srv.conn() for _ in range(8)]
+    try:
+        # a worker at its cap with nothing idle stops accepting: 4 in each.
+        # Served together, they park together a second later: none is idle
+        # while the others are let in, which would close it for them.
+        time.sleep(0.2 * SLOW)
+        for c in idle:
+            c.send(request("GET", "/hello.txt"))
+        for i, c in enumerate(idle):
+            eq(c.response().body, HELLO, "idle client %d" % i)
+        time.sleep(1.5 * SLOW)          # every one parked: both workers wait at the cap
+        for i, c in enumerate(idle):
+            c.expect_open(wait=0.01)    # (a failure here is the set-up's, not the test's)
+        normal_client_served(srv, 3)
+        time.sleep(0.5 * SLOW)          # a close made for the client comes with its accept
+        closed = []
+        for i, c in enumerate(idle):
+            try:
+                c.expect_open(wait=0.05)
+            except TestFailure:
+                closed.append(i)
+        eq(len(closed), 1, "idle connections closed for one new client (closed: %r)" % closed)
+    finally:
+        for c in idle:
+            c.close()
+    srv.assert_alive()
+
+
 # The first handler to park woke the accept thread waiting at the cap, and
 # that wake-up yields: the handlers whose park delay ran out in the same pass
 # parked meanwhile, each finding others parked, so none woke the park thread,
