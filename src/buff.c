@@ -20,6 +20,7 @@ void buff_attach(struct buff *b, int fd)
     b->len = 0;
     b->failed = 0;
     b->file_shrank = 0;
+    b->file_unreadable = 0;
     b->closing = 0;
     b->bytes_sent = 0;
     b->syscalls = 0;
@@ -137,6 +138,7 @@ int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
     if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout,
                         b->sendfile_chunk) < 0) {
         b->file_shrank = errno == ENODATA;
+        b->file_unreadable = errno == ENODATA || errno == EIO;
         b->bytes_sent += (uint64_t)(offset - start);   /* what left, for the access log */
         b->failed = 1;
         return -1;

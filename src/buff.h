@@ -24,6 +24,9 @@ struct buff {
     unsigned syscalls;          /* write system calls issued (for tests) */
     int failed;                 /* sticky: a write failed; the connection is dead */
     int file_shrank;            /* a file being sent ended early (with failed) */
+    int file_unreadable;        /* a file being sent could not be read to its end
+                                 * (shrunk or an I/O error; with failed) after what
+                                 * was pending left: the socket itself is sound */
     int closing;                /* the connection ends after these bytes: every send
                                  * says MSG_MORE, so the last segment waits for the
                                  * close (or shutdown) and leaves with the FIN */

@@ -560,7 +560,7 @@ done:
      * to close sends nothing more (RFC 9112 §9.6), and a slow one is not
      * waited for: a plain close. */
     c->out.closing = 1;     /* what is pending leaves with the FIN */
-    if (c->out.file_shrank) {
+    if (c->out.file_unreadable) {
         /* Only the reply was cut short; the socket is sound.  Our FIN must
          * follow what went out, the replies before it included: a close
          * with the client's next requests unread would send a reset, which

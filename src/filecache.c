@@ -119,11 +119,37 @@ static int full(size_t need)
     return fc.entries >= fc.max_entries || fc.bytes + need > fc.max_bytes;
 }
 
+/* Could evicting entries not in use make `need` more bytes, one more entry
+ * and (holds_fd) one more descriptor fit?  Counts from the least recently
+ * used end, without evicting, and stops as soon as they would. */
+static int room_possible(size_t need, int holds_fd)
+{
+    size_t bytes = fc.bytes;
+    unsigned entries = fc.entries, fds = fc.fds;
+    for (struct fc_entry *e = fc.tail;; e = e->prev) {
+        if (entries < fc.max_entries && bytes + need <= fc.max_bytes &&
+            (!holds_fd || fds < fc.max_fds))
+            return 1;
+        if (e == NULL)
+            return 0;
+        if (e->refs == 0) {
+            bytes -= e->mem;
+            entries--;
+            if (e->fd >= 0)
+                fds--;
+        }
+    }
+}
+
 /* Evicts least recently used entries until `need` more bytes and one more
  * entry fit, and, if the new entry keeps its descriptor, one more of those.
- * Entries being sent from are skipped. */
+ * Entries being sent from are skipped; when those alone keep the cache
+ * full, nothing is evicted (a slow reader holding a big entry would else
+ * empty the cache at every miss and still not make room). */
 static int make_room(size_t need, int holds_fd)
 {
+    if (!room_possible(need, holds_fd))
+        return -1;
     struct fc_entry *e = fc.tail;
     while (e != NULL && (full(need) || (holds_fd && fc.fds >= fc.max_fds))) {
         struct fc_entry *prev = e->prev;
@@ -244,7 +270,7 @@ static char *read_whole(int fd, size_t size)
 }
 
 struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel, int fd,
-                               const struct stat *st, const char *type, time_t now)
+                               struct stat *st, const char *type, time_t now)
 {
     if (fc.max_entries == 0)
         return NULL;
@@ -285,24 +311,36 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
     e->name = e->rel;
     e->mem = key_len + strlen(rel) + (size_t)hl + sizeof *e;
 
-    if (e->size < fc.memory_below && e->size + e->mem <= fc.max_bytes) {
+    /* replace an older entry for the same key (first: its room counts) */
+    struct fc_entry *old = fc.buckets[hash_key(key, key_len) & (fc.n_buckets - 1)];
+    while (old != NULL && (old->key_len != key_len || memcmp(old->key, key, key_len) != 0))
+        old = old->hnext;
+    if (old != NULL)
+        entry_drop(old);
+
+    /* a copy that could not fit beside the entries in use is not read */
+    if (e->size < fc.memory_below && e->size + e->mem <= fc.max_bytes &&
+        room_possible(e->mem + (size_t)e->size, 0)) {
         char *data = read_whole(fd, (size_t)e->size);
         struct stat again;
-        /* keep the copy only if the file did not change while we read it */
-        if (data != NULL && fstat(fd, &again) == 0 && same_file(e, &again)) {
+        int looked = fstat(fd, &again) == 0;
+        if (looked && !same_file(e, &again)) {
+            /* changed since *st (a short read, too, means shrunk): neither
+             * the copy nor the descriptor may be cached under st's size,
+             * ETag and date, and the caller must not send by them either */
+            free(data);
+            *st = again;
+            e->fd = -1;         /* stays the caller's */
+            entry_free(e);
+            return NULL;
+        }
+        if (data != NULL && looked) {
             e->data = data;
             e->mem += (size_t)e->size;
         } else {
             free(data);
         }
     }
-
-    /* replace an older entry for the same key */
-    struct fc_entry *old = fc.buckets[hash_key(key, key_len) & (fc.n_buckets - 1)];
-    while (old != NULL && (old->key_len != key_len || memcmp(old->key, key, key_len) != 0))
-        old = old->hnext;
-    if (old != NULL)
-        entry_drop(old);
 
     if (make_room(e->mem, e->data == NULL) < 0) {
         e->fd = -1;             /* everything cached is in use: serve uncached */

@@ -58,9 +58,10 @@ struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now);
 /* Adds the file open as fd, found at rel under the root, for request path
  * key.  Returns a referenced entry that now owns fd (and may have closed it,
  * having the contents in memory), or NULL if it could not be cached (then fd
- * is still the caller's). */
+ * is still the caller's).  A file found changed since *st was taken, as it
+ * was being read in, is not cached, and *st is brought up to date. */
 struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel, int fd,
-                               const struct stat *st, const char *type, time_t now);
+                               struct stat *st, const char *type, time_t now);
 
 void filecache_release(struct fc_entry *e);
 /* Revalidates the unused entries that hold a descriptor and are due, and

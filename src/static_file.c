@@ -410,16 +410,15 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
-                if (n == 0) {
-                    /* the cache drops the entry (file_shrank).  As from
-                     * buff_sendfile, what is pending (replies pipelined
-                     * before this one, and its head) leaves before the
-                     * FIN; a client gone meanwhile has lost nothing more */
+                /* shrunk (the cache drops the entry) or unreadable (EIO):
+                 * as from buff_sendfile, what is pending (replies
+                 * pipelined before this one, and its head) leaves before
+                 * the FIN; a client gone meanwhile has lost nothing more */
+                if (n == 0)
                     c->out.file_shrank = 1;
-                    (void)buff_flush(&c->out);
-                } else {
-                    log_errno(LOG_WARN, "reading the body of %s", c->path);
-                }
+                else
+                    log_errno(LOG_ERROR, "reading the body of %s", c->path);
+                c->out.file_unreadable = buff_flush(&c->out) == 0;
                 c->out.failed = 1;
                 return -1;
             }
@@ -427,7 +426,10 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
         }
         return buff_write(&c->out, c->scratch, (size_t)len);
     }
-    return buff_sendfile(&c->out, f->fd, (off_t)off, (size_t)len);
+    int rc = buff_sendfile(&c->out, f->fd, (off_t)off, (size_t)len);
+    if (rc < 0 && errno == EIO)
+        log_errno(LOG_ERROR, "reading the body of %s", c->path);
+    return rc;
 }
 
 static int part_header(char *out, size_t cap, const char *boundary, const char *type,
@@ -616,11 +618,13 @@ static void serve_entry(struct conn *c, const struct http_request *req, struct f
 /* Serves the regular file open as fd (closed here), caching it when the
  * cache takes it; key is the request's normalized path. */
 static void serve_opened(struct conn *c, const struct http_request *req, int fd,
-                         const struct stat *st, const char *name, size_t name_len,
+                         struct stat *st, const char *name, size_t name_len,
                          const char *key, size_t key_len)
 {
     const char *type = mime_type_for(name, name_len);
-    struct fc_entry *e = filecache_put(key, key_len, name + 1, fd, st, type, date_cache_time());
+    /* a key too long to keep is served uncached, not put in only to miss */
+    struct fc_entry *e = key_len > 0 ? filecache_put(key, key_len, name + 1, fd, st, type,
+                                                     date_cache_time()) : NULL;
     if (e != NULL) {
         serve_entry(c, req, e);         /* the cache owns fd now */
         return;
@@ -755,10 +759,6 @@ static __attribute__((noinline)) void serve_uncached(struct conn *c, const struc
         close(fd);
         response_error(c, req, 403, NULL, NULL);    /* devices, fifos, sockets */
         return;
-    }
-    if (key_len == 0) {
-        key_len = 1;                    /* too long to cache: "/" never matches it */
-        key[0] = '\0';
     }
     serve_opened(c, req, fd, &st, name, name_len, key, key_len);
 }

@@ -10,7 +10,7 @@ import sys
 import time
 
 import cowdtest
-from cowdtest import DIGITS, HELLO, INDEX, SECRET, Server, TestSkip, check, eq, request, test
+from cowdtest import DIGITS, HELLO, INDEX, SECRET, SLOW, Server, TestSkip, check, eq, request, test
 
 BAD = "HTTP/1.1 400 Bad Request"
 IN_OPEN = 0x20
@@ -345,14 +345,17 @@ def _(srv):
 
 
 FAULT_SHIM_C = r"""
-/* LD_PRELOAD fault injection for the listing test: the first fdopendir()
- * fails with errno FAULT_FDOPENDIR_ERRNO, and the FAULT_READDIR_AT-th
- * readdir() call after it fails with EIO. */
+/* LD_PRELOAD fault injection: the first fdopendir() fails with errno
+ * FAULT_FDOPENDIR_ERRNO, and the FAULT_READDIR_AT-th readdir() call after it
+ * fails with EIO (the listing test); a pread() at offset FAULT_PREAD_OFFSET
+ * fails with EIO (the unreadable body test). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 static int env_int(const char *name)
 {
@@ -399,6 +402,34 @@ struct dirent64 *readdir64(DIR *d)
     }
     return real(d);
 }
+
+static int pread_fails(off_t offset)
+{
+    const char *v = getenv("FAULT_PREAD_OFFSET");
+    return v != NULL && offset == (off_t)atoll(v);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t offset)
+{
+    ssize_t (*real)(int, void *, size_t, off_t) =
+        (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
+    if (pread_fails(offset)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, n, offset);
+}
+
+ssize_t pread64(int fd, void *buf, size_t n, off64_t offset)
+{
+    ssize_t (*real)(int, void *, size_t, off64_t) =
+        (ssize_t (*)(int, void *, size_t, off64_t))dlsym(RTLD_NEXT, "pread64");
+    if (pread_fails((off_t)offset)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, n, offset);
+}
 """
 
 
@@ -422,6 +453,25 @@ def fault_shim(tmp):
     return lib
 
 
+def faulty_server(srv, args, **faults):
+    """A server of srv's root with fault_shim preloaded and faults (its
+    environment variables) set; started, the caller kills it."""
+    lib = fault_shim(srv.root.tmp)
+    env = dict(faults, LD_PRELOAD=lib)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    own = Server(srv.root, args)
+    try:
+        own.start()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+    return own
+
+
 @test("path: a listing the directory cannot be opened or read for is an error, not a partial 200",
       args=["--listing"])
 def _(srv):
@@ -431,19 +481,8 @@ def _(srv):
     names = ["n%02d.txt" % i for i in range(12)]
     for n in names:
         srv.root.write("faulty/" + n, b"x\n")
-    lib = fault_shim(srv.root.tmp)
-    env = {"LD_PRELOAD": lib, "FAULT_FDOPENDIR_ERRNO": str(errno.EMFILE), "FAULT_READDIR_AT": "5"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    own = Server(srv.root, ["--listing"])
-    try:
-        own.start()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
+    own = faulty_server(srv, ["--listing"], FAULT_FDOPENDIR_ERRNO=str(errno.EMFILE),
+                        FAULT_READDIR_AT="5")
     try:
         r = own.get("/faulty/")
         eq(r.status_line, "HTTP/1.1 503 Service Unavailable",
@@ -459,6 +498,38 @@ def _(srv):
         log = own.stderr()
         check("listing /faulty" in log and "Input/output error" in log,
               "the read error is not logged: %r" % log[-500:])
+        own.assert_alive()
+    finally:
+        own.kill()
+
+
+# A body read with pread that failed (EIO) closed the connection at once:
+# the replies pipelined before it, still in the output buffer, were lost,
+# and with more requests unread the close was a reset.  Now, as when the
+# file shrank, what is pending leaves first and the FIN follows it.
+@test("path: a body that cannot be read (EIO) ends the connection after the replies before it")
+def _(srv):
+    srv.root.write("eio.bin", bytes(range(256)) * 400)      # above --sendfile-min: by descriptor
+    own = faulty_server(srv, [], FAULT_PREAD_OFFSET="50000")
+    try:
+        with own.conn() as c:
+            more = request("GET", "/hello.txt", ["X-Pad: " + "p" * 1000]) * 64
+            c.send(request("GET", "/hello.txt") +
+                   request("GET", "/eio.bin", ["Range: bytes=50000-50099"]) + more)
+            time.sleep(0.5 * SLOW)
+            c.sock.settimeout(5 * SLOW)
+            try:
+                raw = cowdtest.read_to_eof(c.sock)
+            except ConnectionResetError:
+                raise cowdtest.TestFailure("reset: a reset may erase replies the client has not read yet")
+        check(raw.startswith(b"HTTP/1.1 200 OK") and raw.count(b"HTTP/1.1 200 OK") == 1 and
+              HELLO in raw, "the first reply, whole, before the close: %r" % raw[:300])
+        check(b"HTTP/1.1 206 Partial Content" in raw and b"Content-Length: 100\r\n" in raw,
+              "then the head of the range that cannot be finished: %r" % raw[:400])
+        log = own.stderr()
+        check("eio.bin" in log and "Input/output error" in log, "logged: %r" % log[-500:])
+        r = own.get("/eio.bin", ["Range: bytes=60000-60099"])
+        eq(r.body, (bytes(range(256)) * 400)[60000:60100], "another range of the file")
         own.assert_alive()
     finally:
         own.kill()

@@ -243,6 +243,70 @@ START_TEST(entry_in_use_survives_eviction)
 }
 END_TEST
 
+/* Entries in use that alone keep the byte budget too full for a new copy:
+ * the miss used to evict every other entry first, then fail anyway (a slow
+ * reader of a big file emptied the cache at every miss of another). */
+START_TEST(entries_in_use_keep_a_miss_from_emptying_the_cache)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 100, 30000, 100, 32768, 16), 0);
+    static char big[20001];
+    memset(big, 'b', sizeof big - 1);
+    write_file("big1", big);
+    write_file("big2", big);
+    write_file("s1", "one");
+    write_file("s2", "two");
+    write_file("s3", "three");
+    struct fc_entry *held = put("big1", 100);      /* a slow reader's */
+    ck_assert_ptr_nonnull(held);
+    ck_assert_ptr_nonnull(held->data);
+    filecache_release(put("s1", 100));
+    filecache_release(put("s2", 100));
+    filecache_release(put("s3", 100));
+    /* big2's copy cannot fit beside big1: kept by descriptor instead */
+    struct fc_entry *e = put("big2", 100);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_null(e->data);
+    ck_assert_int_ge(e->fd, 0);
+    filecache_release(e);
+    const char *small[] = { "s1", "s2", "s3" };
+    for (int i = 0; i < 3; i++) {
+        struct fc_entry *s = get(small[i], 100);
+        ck_assert_msg(s != NULL, "%s evicted for a copy that never fitted", small[i]);
+        filecache_release(s);
+    }
+    struct filecache_stats st;
+    filecache_stats(&st);
+    ck_assert_uint_eq(st.evictions, 0);
+    ck_assert_uint_le(st.bytes, 30000);
+    filecache_release(held);
+}
+END_TEST
+
+/* A file that changed after its stat, before it was read in (grown, or
+ * shrunk: a short read), was cached by descriptor under the stale size,
+ * ETag and date: a grown file's replies cut to the old length until the
+ * next revalidation, a shrunk one's promised bytes it no longer has. */
+START_TEST(file_changed_before_it_is_read_in_is_not_cached)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 100, 4096, 16), 0);
+    const char *now[] = { "0123456789abcde", "01234" };
+    for (int i = 0; i < 2; i++) {
+        write_file("g.txt", "0123456789");
+        int fd = openat(root_fd, "g.txt", O_RDONLY);
+        ck_assert_int_ge(fd, 0);
+        struct stat st;
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        write_file("g.txt", now[i]);               /* the same inode, rewritten */
+        struct fc_entry *e = filecache_put("/g.txt", 6, "g.txt", fd, &st, "text/plain", 100);
+        ck_assert_msg(e == NULL, "a file that became %s cached as it was", now[i]);
+        ck_assert_int_eq(st.st_size, (off_t)strlen(now[i]));     /* the caller sends by this */
+        ck_assert_ptr_null(get("g.txt", 100));
+        ck_assert_int_ne(fcntl(fd, F_GETFD), -1);   /* still the caller's */
+        close(fd);
+    }
+}
+END_TEST
+
 static int open_fds(void)
 {
     int n = 0;
@@ -414,6 +478,8 @@ int main(void)
     tcase_add_test(tc, descriptor_holding_entries_are_capped);
     tcase_add_test(tc, permission_change_is_noticed);
     tcase_add_test(tc, sweep_drops_deleted_files);
+    tcase_add_test(tc, entries_in_use_keep_a_miss_from_emptying_the_cache);
+    tcase_add_test(tc, file_changed_before_it_is_read_in_is_not_cached);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
