@@ -70,7 +70,8 @@ static void look_at_log_kind(void)
     al_field_max = al_piped ? AL_PIPE_FIELD_MAX : AL_FIELD_MAX;
 }
 
-/* Writes n bytes, or as many as the log takes: the number written. */
+/* Writes n bytes, or as many as the log takes: the number written (errno
+ * says why, when fewer). */
 static size_t write_all(const char *p, size_t n)
 {
     size_t done = 0;
@@ -82,14 +83,21 @@ static size_t write_all(const char *p, size_t n)
         }
         if (w < 0 && errno == EINTR)
             continue;
-        time_t now = time(NULL);
-        if (now - al_errors_logged >= 60) {     /* disk full: say so, not per line */
-            al_errors_logged = now;
-            log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost", al_path, n - done);
-        }
+        if (w == 0)
+            errno = EIO;
         break;
     }
     return done;
+}
+
+/* A flush that failed: lost bytes of lines are dropped (errno: why). */
+static void report_lost(size_t lost)
+{
+    time_t now = time(NULL);
+    if (now - al_errors_logged >= 60) {     /* disk full: say so, not per line */
+        al_errors_logged = now;
+        log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost", al_path, lost);
+    }
 }
 
 /* The longest run of whole lines from p (n bytes) that fits in max bytes,
@@ -120,14 +128,25 @@ void accesslog_flush(void)
     }
     if (al_piped < 0)
         look_at_log_kind();
-    if (al_cut && write_all("\n", 1) == 1)
+    if (al_cut) {
+        /* the cut line must end before a line is written: lines written
+         * after a failed newline would be glued onto it */
+        if (write_all("\n", 1) != 1) {
+            report_lost(al_len);
+            al_len = 0;
+            return;
+        }
         al_cut = 0;
+    }
     size_t max = al_piped ? PIPE_BUF : al_len;
     for (size_t off = 0; off < al_len;) {
         size_t n = whole_lines(al_buf + off, al_len - off, max);
         size_t w = write_all(al_buf + off, n);
         if (w < n) {
-            al_cut = w > 0;
+            /* the lines after a failed write go too: on a pipe a later
+             * write could only land after a cut line */
+            report_lost(al_len - off - w);
+            al_cut = w > 0 && al_buf[off + w - 1] != '\n';
             break;
         }
         off += n;

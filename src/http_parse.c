@@ -213,7 +213,6 @@ static int parse_version(const char *v, size_t n, struct http_request *req)
 
 static int parse_target(const char *t, size_t n, struct http_request *req)
 {
-    req->target = (struct http_slice){ t, n };
     /* RFC 3986 targets are ASCII. Unlike nginx (which passes raw UTF-8 through) we refuse
      * bytes >= 0x80 too, so every path byte we later decode was deliberately percent-encoded.
      * '#' cannot appear: fragments are never sent (RFC 9112 §3.2). Other characters outside
@@ -287,6 +286,8 @@ static int parse_request_line(const char *line, size_t n, struct http_request *r
     if (i == target_start || i >= n) /* empty target (double SP) or HTTP/0.9 (no version) */
         return 400;
     size_t target_len = i - target_start;
+    /* for the access log, whatever the version turns out to be */
+    req->target = (struct http_slice){ line + target_start, target_len };
 
     int st = parse_version(line + i + 1, n - i - 1, req);
     if (st)

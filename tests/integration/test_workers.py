@@ -636,17 +636,45 @@ def _(shared):
         finish(srv)
 
 
+# The version was parsed before the target was noted: a request refused for
+# its version (505, or 400 for a malformed one) was logged as "-", the lines
+# most worth reading in a log.
+@test("workers: a request refused for its HTTP version is logged with its method and target",
+      needs=["--access-log"])
+def _(shared):
+    path = os.path.join(shared.root.tmp, "access-version.log")
+    srv = start(shared.root, ["--access-log", path])
+    try:
+        for line, status in ((b"GET /v2 HTTP/2.0", 505), (b"GET /v1x HTTP/1.1x", 400)):
+            r, c = srv.raw(line + b"\r\nHost: a\r\n\r\n")
+            c.close()
+            eq(r.status, status, line.decode())
+        eq(stop(srv), 0, "master exit status")
+        got = [COMBINED_RE.match(ln) for ln in log_lines(path)]
+        check(all(got), "lines match the Combined grammar: %r" % log_lines(path))
+        eq([(m.group("req"), m.group("status")) for m in got],
+           [("GET /v2 HTTP/2.0", "505"), ("GET /v1x", "400")], "request and status logged")
+    finally:
+        finish(srv)
+
+
+def start_with_file_limit(shared, name, limit):
+    """A server logging to name in the test directory, under an
+    RLIMIT_FSIZE of limit bytes: (server, log path)."""
+    path = os.path.join(shared.root.tmp, name)
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return start(shared.root, ["--access-log", path], preexec=small_files), path
+
+
 @test("workers: an access log at the file size limit loses lines, and no worker dies",
       needs=["--access-log"])
 def _(shared):
     # Before: the write past RLIMIT_FSIZE raised SIGXFSZ, which killed the
     # worker at its next flush, and the restarted one again at its own.
-    path = os.path.join(shared.root.tmp, "access-fsize.log")
     limit = 4096
-
-    def small_files():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    srv = start(shared.root, ["--access-log", path], preexec=small_files)
+    srv, path = start_with_file_limit(shared, "access-fsize.log", limit)
     try:
         for _ in range(3):
             for i in range(60):             # ~150 bytes a line: twice the limit
@@ -658,6 +686,42 @@ def _(shared):
         eq(srv.get("/hello.txt").body, HELLO, "served after the log filled up")
         check(os.path.getsize(path) <= limit, "log beyond the limit: %d" % os.path.getsize(path))
         eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+# A write past the limit cut a line; at the next flush the newline that ends
+# it failed too, and the failed line writes after it cleared the mark of the
+# cut: once there was room again (the log truncated, or the disk freed), the
+# next line was glued onto the cut one.
+@test("workers: an access log line cut by a full log is ended before the lines written once "
+      "there is room again", needs=["--access-log"])
+def _(shared):
+    limit = 4096
+    srv, path = start_with_file_limit(shared, "access-cut.log", limit)
+    try:
+        def batch(tag, n):
+            for i in range(n):
+                eq(srv.get("/hello.txt?%s=%d" % (tag, i)).body, HELLO, "body")
+            time.sleep(1.5)                 # flushed at least once a second
+        batch("fill", 60)                   # ~150 bytes a line: past the limit, a line cut
+        with open(path, "rb") as f:
+            data = f.read()
+        check(len(data) == limit and not data.endswith(b"\n"),
+              "the limit cuts a line (%d bytes, ends %r)" % (len(data), data[-20:]))
+        batch("full", 5)                    # the log full: newline and lines both fail
+        keep = data.index(b"\n") + 1 + 20
+        os.truncate(path, keep)             # room again; the file ends in a cut line still
+        batch("room", 5)
+        eq(stop(srv), 0, "master exit status")
+        with open(path, "rb") as f:
+            data = f.read()
+        lines = data[keep - 20:].split(b"\n")
+        eq(lines[0], data[keep - 20:keep], "the cut line, ended alone")
+        later = split_lines(data[keep + 1:])
+        eq(len(later), 5, "lines written once there was room: %r" % later[:2])
+        for ln in later:
+            check(COMBINED_RE.match(ln) and "room=" in ln, "a whole line: %r" % ln)
     finally:
         finish(srv)
 
