@@ -7,6 +7,7 @@
 #ifdef __linux__
 #include <sched.h>
 #endif
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,8 @@ void config_usage(FILE *out)
 "      --symlinks-outside-root  follow symbolic links that lead out of the root\n"
 "                               (refused with 403 by default)\n"
 "      --mime-types FILE        MIME types file (default: the installed mime.types)\n"
-"      --threads N              handler threads, i.e. concurrent connections (default 256)\n"
+"      --threads N              handler threads per process, i.e. connections\n"
+"                               served at once (default 256)\n"
 "      --stack-size BYTES       stack of each handler thread (default 64k)\n"
 "      --foreground             stay in the foreground (the default)\n"
 "      --error-log FILE         error log (default: standard error; start-up\n"
@@ -153,7 +155,8 @@ void config_usage(FILE *out)
 "      --header-timeout SEC     time allowed to receive a whole request head (default 10)\n"
 "      --body-timeout SEC       time allowed without progress reading a body (default 30)\n"
 "      --send-timeout SEC       time allowed without progress sending (default 60)\n"
-"      --max-uri BYTES          longest request line, else 414 (default 8192)\n"
+"      --max-uri BYTES          longest request line, else 414 (default 8192;\n"
+"                               kept below --max-header-size)\n"
 "      --max-header-size BYTES  largest request head, else 431 (default 16k)\n"
 "      --max-headers N          most header fields, else 431 (default 100)\n"
 "      --max-ranges N           most ranges honoured in one Range header (default 16)\n"
@@ -166,7 +169,8 @@ void config_usage(FILE *out)
 "                               segment of its own, instead of with the reply\n"
 "                               (Linux TCP_QUICKACK; default: with the reply)\n"
 "      --max-connections N      open client connections per process (default 16384)\n"
-"      --cache-size BYTES       file cache: memory for small files' contents (default 64m)\n"
+"      --cache-size BYTES       file cache: memory for small files' contents and\n"
+"                               the entries' headers (default 64m; 0 = no cache)\n"
 "      --cache-entries N        file cache: most files cached (default 4096; 0 = no cache)\n"
 "      --cache-validate SEC     file cache: stat a cached file at most this often (default 1)\n"
 "      --sendfile-min BYTES     send bodies of at least this size with sendfile (default 16k)\n"
@@ -191,7 +195,7 @@ void config_usage(FILE *out)
 "  -h, --help                   show this help and exit\n"
 "      --version                show the version and exit\n"
 "\n"
-"BYTES accept a k or m suffix.  See cowd(8).\n");
+"BYTES accept a k (x1024) or m (x1048576) suffix.  See cowd(8).\n");
 }
 
 /* The --listen argument each cfg.listen[] entry came from (a host name
@@ -234,6 +238,9 @@ static int parse_number(const char *flag, const char *s, unsigned long long min,
     *out = v;
     return 0;
 }
+
+/* A size_t flag's bound: a 32-bit size_t would wrap a larger value. */
+#define SIZE_CAP(max) ((unsigned long long)SIZE_MAX < (max) ? (unsigned long long)SIZE_MAX : (max))
 
 #define NUM(field, min, max, suffix) do { \
         unsigned long long v_; \
@@ -371,10 +378,10 @@ int config_parse(int argc, char **argv)
         case OPT_DEFER_ACCEPT: NUM(defer_accept, 0, 3600, 0); break;
         case OPT_QUICK_ACK: cfg.quick_ack = 1; break;
         case OPT_MAX_CONN: NUM(max_connections, 1, 10000000, 0); break;
-        case OPT_CACHE_SIZE: NUM(cache_size, 0, 1ULL << 40, 1); break;
+        case OPT_CACHE_SIZE: NUM(cache_size, 0, SIZE_CAP(1ULL << 40), 1); break;
         case OPT_CACHE_ENTRIES: NUM(cache_entries, 0, 10000000, 0); break;
         case OPT_CACHE_VALIDATE: NUM(cache_validate, 0, 86400, 0); break;
-        case OPT_SENDFILE_MIN: NUM(sendfile_min, 0, 1ULL << 40, 1); break;
+        case OPT_SENDFILE_MIN: NUM(sendfile_min, 0, SIZE_CAP(1ULL << 40), 1); break;
         case OPT_SENDFILE_CHUNK: NUM(sendfile_chunk, 4096, 1ULL << 30, 1); break;
         case OPT_NOTSENT_LOWAT: NUM(notsent_lowat, 0, 1ULL << 30, 1); break;
         case OPT_WORKERS: NUM(workers, 0, 1024, 0); break;
@@ -442,6 +449,10 @@ int config_parse(int argc, char **argv)
      * be answered 431 instead of 414 (or 501 for its method). */
     if (cfg.max_uri >= cfg.max_header_size)
         cfg.max_uri = cfg.max_header_size - 1;
+    /* every entry's headers and bookkeeping count against the size: with
+     * none allowed, each miss would build an entry only to drop it */
+    if (cfg.cache_size == 0)
+        cfg.cache_entries = 0;
     /* The second bind would fail with "Address already in use", as if
      * another server held the address; with SO_REUSEPORT both succeed.  An
      * address inside an any-address of the same port: the same on Linux,
