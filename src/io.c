@@ -135,7 +135,11 @@ static int guard_expired(struct io_waiter *w, void *arg)
     if (!io_under_pressure())
         return 0;
     gettimeofday(&now, NULL);
-    return now.tv_sec - w->guard_since.tv_sec >= IO_PRESSURE_GRACE;
+    /* to the microsecond: whole seconds alone would cut a client up to a
+     * second early (since x.9, now x+2.1: 1.2 s, not 2) */
+    struct timeval since;
+    timersub(&now, &w->guard_since, &since);
+    return since.tv_sec >= IO_PRESSURE_GRACE;
 }
 
 int io_wait(struct io_waiter *w, int fd, int want_write, const struct timeval *deadline)

@@ -61,6 +61,49 @@ START_TEST(a_deadline_one_second_away_times_out_after_a_second)
 }
 END_TEST
 
+static int always_under_pressure(void)
+{
+    return 1;
+}
+
+/* The pressure guard cuts a head or body that started more than
+ * IO_PRESSURE_GRACE seconds ago.  It compared whole seconds: a guard set
+ * 1.4 s ago, in the second before last, had "2 seconds" behind it, and the
+ * wait failed before it began. */
+START_TEST(the_pressure_guard_counts_to_the_microsecond)
+{
+    ck_assert(pth_init());
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct io_waiter w;
+    ck_assert_int_eq(io_waiter_init(&w), 0);
+    int (*saved)(void) = io_under_pressure;
+    io_under_pressure = always_under_pressure;
+    struct timeval deadline, end;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    if (now.tv_usec >= 400000) {        /* into the first 0.4 s of a second */
+        usleep((useconds_t)(1000000 - now.tv_usec + 1000));
+        gettimeofday(&now, NULL);
+    }
+    w.guard_since.tv_sec = now.tv_sec - 2;
+    w.guard_since.tv_usec = now.tv_usec + 600000;   /* 1.4 s ago */
+    io_deadline(&deadline, 10);
+    errno = 0;
+    ck_assert_int_eq(io_wait(&w, sv[0], 0, &deadline), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    gettimeofday(&end, NULL);
+    double behind = seconds(&end) - seconds(&w.guard_since);
+    ck_assert_msg(behind >= IO_PRESSURE_GRACE - 0.05, "cut %.3f s after the guard was set", behind);
+    ck_assert_msg(behind < IO_PRESSURE_GRACE + 1.5, "not cut until %.3f s", behind);
+    io_under_pressure = saved;
+    io_waiter_free(&w);
+    close(sv[0]);
+    close(sv[1]);
+    pth_kill();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("io");
@@ -68,6 +111,7 @@ int main(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, clock_now_is_the_wall_clock_within_a_tick);
     tcase_add_test(tc, a_deadline_one_second_away_times_out_after_a_second);
+    tcase_add_test(tc, the_pressure_guard_counts_to_the_microsecond);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
