@@ -36,13 +36,27 @@ START_TEST(clock_now_is_the_wall_clock_within_a_tick)
 }
 END_TEST
 
-START_TEST(a_deadline_one_second_away_times_out_after_a_second)
+/* Pth, a socket pair nothing is written to, and a waiter, for the waits. */
+static int sv[2];
+static struct io_waiter w;
+
+static void waiting_setup(void)
 {
     ck_assert(pth_init());
-    int sv[2];
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct io_waiter w;
     ck_assert_int_eq(io_waiter_init(&w), 0);
+}
+
+static void waiting_teardown(void)
+{
+    io_waiter_free(&w);
+    close(sv[0]);
+    close(sv[1]);
+    pth_kill();
+}
+
+START_TEST(a_deadline_one_second_away_times_out_after_a_second)
+{
     struct timeval deadline, start, end;
     io_deadline(&deadline, 1);
     gettimeofday(&start, NULL);
@@ -54,10 +68,6 @@ START_TEST(a_deadline_one_second_away_times_out_after_a_second)
     /* a deadline from the wrong clock (monotonic: 1970 to Pth) would time
      * out at once; the coarse clock may cost at most a tick */
     ck_assert_msg(waited >= 0.9, "timed out after %.3f s, deadline was 1 s", waited);
-    io_waiter_free(&w);
-    close(sv[0]);
-    close(sv[1]);
-    pth_kill();
 }
 END_TEST
 
@@ -72,11 +82,6 @@ static int always_under_pressure(void)
  * wait failed before it began. */
 START_TEST(the_pressure_guard_counts_to_the_microsecond)
 {
-    ck_assert(pth_init());
-    int sv[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct io_waiter w;
-    ck_assert_int_eq(io_waiter_init(&w), 0);
     int (*saved)(void) = io_under_pressure;
     io_under_pressure = always_under_pressure;
     struct timeval deadline, end;
@@ -97,10 +102,6 @@ START_TEST(the_pressure_guard_counts_to_the_microsecond)
     ck_assert_msg(behind >= IO_PRESSURE_GRACE - 0.05, "cut %.3f s after the guard was set", behind);
     ck_assert_msg(behind < IO_PRESSURE_GRACE + 1.5, "not cut until %.3f s", behind);
     io_under_pressure = saved;
-    io_waiter_free(&w);
-    close(sv[0]);
-    close(sv[1]);
-    pth_kill();
 }
 END_TEST
 
@@ -110,8 +111,12 @@ int main(void)
     TCase *tc = tcase_create("clock");
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, clock_now_is_the_wall_clock_within_a_tick);
-    tcase_add_test(tc, a_deadline_one_second_away_times_out_after_a_second);
-    tcase_add_test(tc, the_pressure_guard_counts_to_the_microsecond);
     suite_add_tcase(s, tc);
+    TCase *waits = tcase_create("waits");
+    tcase_set_timeout(waits, 20);
+    tcase_add_checked_fixture(waits, waiting_setup, waiting_teardown);
+    tcase_add_test(waits, a_deadline_one_second_away_times_out_after_a_second);
+    tcase_add_test(waits, the_pressure_guard_counts_to_the_microsecond);
+    suite_add_tcase(s, waits);
     return run_suite(s);
 }
