@@ -137,12 +137,22 @@ int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
     off_t start = offset;
     if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout,
                         b->sendfile_chunk) < 0) {
-        b->file_shrank = errno == ENODATA;
-        b->file_unreadable = errno == ENODATA || errno == EIO;
         b->bytes_sent += (uint64_t)(offset - start);   /* what left, for the access log */
+        if (errno == ENODATA || errno == EIO)
+            return buff_file_cut(b, errno == ENODATA);
         b->failed = 1;
         return -1;
     }
     b->bytes_sent += len;
     return 0;
+}
+
+int buff_file_cut(struct buff *b, int shrank)
+{
+    int e = errno;
+    b->file_shrank = shrank;
+    b->file_unreadable = buff_flush(b) == 0;
+    b->failed = 1;
+    errno = e;
+    return -1;
 }

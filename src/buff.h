@@ -51,6 +51,10 @@ int buff_flush(struct buff *b);
 int buff_flush_now(struct buff *b);
 /* Flush the pending bytes hinting that more follows, then send file bytes. */
 int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len);
+/* A file being sent could not be read to its end (shrank: it ended early;
+ * else an I/O error): what is pending leaves first (replies pipelined
+ * before this one, and its head), and the buffer fails.  Returns -1. */
+int buff_file_cut(struct buff *b, int shrank);
 
 static inline size_t buff_pending(const struct buff *b) { return b->len; }
 

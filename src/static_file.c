@@ -410,21 +410,17 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
-                /* shrunk (the cache drops the entry) or unreadable (EIO):
-                 * as from buff_sendfile, what is pending (replies
-                 * pipelined before this one, and its head) leaves before
-                 * the FIN; a client gone meanwhile has lost nothing more */
                 if (n == 0)
-                    c->out.file_shrank = 1;
-                else
-                    log_errno(LOG_ERROR, "reading the body of %s", c->path);
-                c->out.file_unreadable = buff_flush(&c->out) == 0;
-                c->out.failed = 1;
-                return -1;
+                    errno = ENODATA;    /* shrunk: the cache drops the entry */
+                break;
             }
             done += (size_t)n;
         }
-        return buff_write(&c->out, c->scratch, (size_t)len);
+        if (done == len)
+            return buff_write(&c->out, c->scratch, (size_t)len);
+        if (errno != ENODATA)
+            log_errno(LOG_ERROR, "reading the body of %s", c->path);
+        return buff_file_cut(&c->out, errno == ENODATA);
     }
     int rc = buff_sendfile(&c->out, f->fd, (off_t)off, (size_t)len);
     if (rc < 0 && errno == EIO)
