@@ -75,15 +75,14 @@ static int after_size_line(const struct chunked_state *st)
     return st->remaining == 0 ? S_TRAILER_LINE_START : S_DATA;
 }
 
-/* Shared handling of a byte that may end the chunk-size line. Bare LF is accepted as a line
- * terminator, consistently with the head parser (and nginx). Returns -1 if c is neither. */
-static int size_line_end(const struct chunked_state *st, unsigned char c)
+/* Shared handling of a byte that may end the chunk-size line: -1 if it cannot.  Inside a
+ * chunked body every line ends in CRLF (RFC 9112 §7.1), although the head parser takes a bare
+ * LF (§2.2 allows it for the start-line and fields only): a proxy in front that reads a
+ * chunk-extension up to CRLF and passes a bare LF on would find another end of the body than
+ * cowd does, the chunk-extension request smuggling of 2025 ("TERM.EXT"). */
+static int size_line_end(unsigned char c)
 {
-    if (c == '\r')
-        return S_SIZE_LF;
-    if (c == '\n')
-        return after_size_line(st);
-    return -1;
+    return c == '\r' ? S_SIZE_LF : -1;
 }
 
 enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_t len, size_t *consumed,
@@ -142,7 +141,7 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
                 else if (is_bws(c))
                     next = S_SIZE_BWS;
                 else
-                    next = size_line_end(st, c);
+                    next = size_line_end(c);
             }
             break;
         }
@@ -168,7 +167,7 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
             else if (is_bws(c))
                 next = S_EXT_POST_NAME;
             else
-                next = size_line_end(st, c);
+                next = size_line_end(c);
             break;
         case S_EXT_POST_NAME:
             if (is_bws(c))
@@ -199,7 +198,7 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
             else if (is_bws(c))
                 next = S_EXT_POST_VALUE;
             else
-                next = size_line_end(st, c);
+                next = size_line_end(c);
             break;
         case S_EXT_VALUE_QUOTED:
             if (c == '"')
@@ -224,11 +223,8 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
                 next = after_size_line(st);
             break;
         case S_DATA_CR:
-            /* Exactly a line terminator after the data; bare LF accepted as nginx does. */
-            if (c == '\r')
+            if (c == '\r')     /* CRLF right after the data */
                 next = S_DATA_LF;
-            else if (c == '\n')
-                next = S_SIZE_START;
             break;
         case S_DATA_LF:
             if (c == '\n')
@@ -237,8 +233,6 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
         case S_TRAILER_LINE_START:
             if (c == '\r')
                 next = S_FINAL_LF;
-            else if (c == '\n')
-                next = S_DONE;
             else if (is_tchar(c))
                 next = S_TRAILER_NAME; /* SP/HTAB here would be obs-fold: refused like in the head */
             break;
@@ -251,8 +245,6 @@ enum chunked_result chunked_feed(struct chunked_state *st, const char *in, size_
         case S_TRAILER_VALUE:
             if (c == '\r')
                 next = S_TRAILER_VALUE_LF;
-            else if (c == '\n')
-                next = S_TRAILER_LINE_START;
             else if (is_field_value_char(c))
                 next = S_TRAILER_VALUE;
             break;

@@ -80,15 +80,26 @@ START_TEST(next_request_follows)
     expect_n(s, strlen(s), CHUNKED_DONE, strlen("3\r\nabc\r\n0\r\n\r\n"), 3, __LINE__);
     s = "0\r\nX-T: 1\r\n\r\nGET";
     expect_n(s, strlen(s), CHUNKED_DONE, strlen(s) - 3, 0, __LINE__);
-    s = "0\n\nGET";
-    expect_n(s, strlen(s), CHUNKED_DONE, 3, 0, __LINE__);
+    s = "0\r\n\r\nGET";
+    expect_n(s, strlen(s), CHUNKED_DONE, 5, 0, __LINE__);
 }
 END_TEST
 
-START_TEST(bare_lf_accepted)
+/* Every line of a chunked body ends in CRLF: a bare LF ending a chunk-extension is how a proxy
+ * that reads the extension on to CRLF and cowd would disagree on where the body ends. */
+START_TEST(bare_lf_rejected)
 {
-    EXPECT_DONE("5\nhello\n0\n\n", 5);
-    EXPECT_DONE("5;x=y\nhello\r\n0\nT: v\n\n", 5);
+    EXPECT_ERROR("5\nhello\n0\n\n");
+    EXPECT_ERROR("5\nhello\r\n0\r\n\r\n");                 /* ending the chunk-size */
+    EXPECT_ERROR("2;a\nxx\r\n0\r\n\r\n");                    /* ending a chunk-extension */
+    EXPECT_ERROR("2;a=b\nxx\r\n0\r\n\r\n");
+    EXPECT_ERROR("2;a=\"b\"\nxx\r\n0\r\n\r\n");
+    EXPECT_ERROR("5\r\nhello\n0\r\n\r\n");                 /* after the data */
+    EXPECT_ERROR("0\n\r\n");                                /* the last chunk */
+    EXPECT_ERROR("0\r\nT: v\n\r\n");                        /* a trailer field */
+    EXPECT_ERROR("0\r\n\n");                                /* the end of the trailers */
+    /* LF within the data is data */
+    EXPECT_DONE("2\r\n\n\n\r\n0\r\n\r\n", 2);
 }
 END_TEST
 
@@ -334,7 +345,7 @@ static Suite *suite(void)
     tcase_add_test(tc, simple);
     tcase_add_test(tc, incomplete);
     tcase_add_test(tc, next_request_follows);
-    tcase_add_test(tc, bare_lf_accepted);
+    tcase_add_test(tc, bare_lf_rejected);
     tcase_add_test(tc, bare_cr_rejected);
     tcase_add_test(tc, after_data_must_be_crlf);
     tcase_add_test(tc, size_syntax);
