@@ -139,6 +139,14 @@ int daemon_write_pid_file(const char *path)
             close(fd);
             return -1;
         }
+        /* a hard link put there by whoever may write the directory would
+         * have root truncate the file it names (O_NOFOLLOW stops symbolic
+         * links only); as for the logs */
+        if (st.st_nlink > 1) {      /* 0: unlinked meanwhile, retried below */
+            log_msg(LOG_ERROR, "pid file %s has other names (hard links): refusing to write it", path);
+            close(fd);
+            return -1;
+        }
         struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
         if (fcntl(fd, F_SETLK, &fl) < 0) {
             if (errno != EACCES && errno != EAGAIN) {

@@ -102,6 +102,7 @@ static int ensure_standard_fds(void)
 
 int main(int argc, char **argv)
 {
+    master_take_signals_from_caller();
     if (ensure_standard_fds() < 0)
         return EXIT_FAILURE;            /* nowhere to say so */
     int rc = config_parse(argc, argv);

@@ -25,10 +25,13 @@
 
 #define QUICK_DEATH   10.0      /* a worker that dies sooner than this is backed off */
 /* A worker writes its pid to the ready pipe once it serves (it cannot
- * signal the master after dropping privileges); one that has not after this
- * long is taken as ready anyway. */
-#define READY_FALLBACK 10.0
-#define READY_POLL     0.02     /* the pipe is polled while a worker is starting */
+ * signal the master after dropping privileges).  The pipe is polled every
+ * READY_POLL s for READY_QUICK s after a worker's start, then once a second:
+ * a worker is ready when it says so, however long it takes (one taken for
+ * ready without its word had its old worker stopped, and its failure taken
+ * for a crash to restart). */
+#define READY_QUICK    10.0
+#define READY_POLL     0.02
 #define STARTUP_WAIT  10.0      /* --daemon detaches by then even if a worker is not serving */
 #define BACKOFF_FIRST 0.1
 #define BACKOFF_MAX   30.0
@@ -38,7 +41,7 @@ struct slot {
     double started;             /* when it was forked */
     double backoff;             /* seconds; 0 = restart at once */
     double restart_at;          /* > 0: fork a new worker then */
-    int ever_ran;               /* some worker of this slot was ready or lived QUICK_DEATH */
+    int ever_ran;               /* some worker of this slot said it was serving */
     int ready;                  /* the current worker said it is serving */
 };
 
@@ -63,16 +66,36 @@ static double now_s(void)
 }
 
 /* The signals the master handles synchronously (sigtimedwait). */
+static const int master_signals[] = {
+    SIGCHLD, SIGTERM, SIGINT,
+    SIGQUIT,                        /* nginx's graceful stop: by default a core dump */
+    SIGHUP, SIGUSR1,
+    SIGUSR2,                        /* by default fatal: ignored, with a word */
+};
+#define N_MASTER_SIGNALS (sizeof master_signals / sizeof master_signals[0])
+
 static void master_signal_set(sigset_t *set)
 {
     sigemptyset(set);
-    sigaddset(set, SIGCHLD);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGQUIT);        /* nginx's graceful stop: by default a core dump */
-    sigaddset(set, SIGHUP);
-    sigaddset(set, SIGUSR1);
-    sigaddset(set, SIGUSR2);        /* by default fatal: ignored, with a word */
+    for (size_t i = 0; i < N_MASTER_SIGNALS; i++)
+        sigaddset(set, master_signals[i]);
+}
+
+void master_take_signals_from_caller(void)
+{
+    /* An ignored SIGCHLD survives exec (a launcher's way to avoid zombies);
+     * the kernel would then reap the workers itself and waitpid would never
+     * see one die: no restart, and a stop that waits for them forever. */
+    signal(SIGCHLD, SIG_DFL);
+    /* A reload or log reopen asked for while the server is still starting
+     * waits for the master's loop: their default action ends the process
+     * (and systemd takes an ended-by-SIGHUP service for a clean stop). */
+    sigset_t held;
+    sigemptyset(&held);
+    sigaddset(&held, SIGHUP);
+    sigaddset(&held, SIGUSR1);
+    sigaddset(&held, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &held, NULL);
 }
 
 void master_block_signals(void)
@@ -81,6 +104,12 @@ void master_block_signals(void)
     master_signal_set(&set);
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
         log_errno(LOG_ERROR, "master: sigprocmask");
+    /* Blocked first, so none is lost meanwhile: a SIG_IGN inherited from
+     * the caller (nohup's SIGHUP, a background job's SIGINT and SIGQUIT)
+     * has some systems discard the signal instead of queueing it for
+     * sigtimedwait (Linux queues a blocked one whatever its action). */
+    for (size_t i = 0; i < N_MASTER_SIGNALS; i++)
+        signal(master_signals[i], SIG_DFL);
 }
 
 static pid_t spawn(unsigned s)
@@ -237,8 +266,6 @@ static void reap(void)
                 break;
             }
             double lived = now_s() - sl->started;
-            if (lived >= QUICK_DEATH)
-                sl->ever_ran = 1;
             int cannot_start = WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CONFIG;
             /* After a SIGHUP, a new worker that exits by itself before it
              * serves (78, or a library's own exit: see below) hands the
@@ -283,9 +310,6 @@ static void reap(void)
  * gracefully; one that outlives its --shutdown-timeout is killed. */
 static void retire_old(double t)
 {
-    for (unsigned s = 0; s < cfg.workers; s++)
-        if (slots[s].pid > 0 && !slots[s].ready && t - slots[s].started >= READY_FALLBACK)
-            mark_ready(s);
     for (unsigned i = 0; i < n_old; i++) {
         struct old_worker *o = &old[i];
         if (!o->stopped && slots[o->slot].pid > 0 && slots[o->slot].ready) {
@@ -412,7 +436,8 @@ int master_run(const struct master_setup *ms)
         if (!ready && started_at + STARTUP_WAIT < next)
             next = started_at + STARTUP_WAIT;
         for (unsigned s = 0; s < cfg.workers; s++)
-            if (slots[s].pid > 0 && !slots[s].ready && t + READY_POLL < next)
+            if (slots[s].pid > 0 && !slots[s].ready && t - slots[s].started < READY_QUICK &&
+                t + READY_POLL < next)
                 next = t + READY_POLL;
         for (unsigned i = 0; i < n_old; i++)
             if (old[i].stopped && old[i].kill_at < next)

@@ -15,6 +15,10 @@ struct master_setup {
     const struct privileges *priv;
 };
 
+/* First thing at start: undoes dispositions inherited from the caller that
+ * would break supervision, and holds SIGHUP/SIGUSR1/SIGUSR2 until the
+ * master waits for them. */
+void master_take_signals_from_caller(void);
 /* Blocks the signals the master waits for (call before forking anything). */
 void master_block_signals(void);
 /* Runs until stopped; returns the process exit status. */

@@ -39,9 +39,11 @@
 static int root_fd = -1;
 #if defined(O_PATH) && defined(__linux__)
 #define HAVE_REOPEN_BY_FD 1
-/* This process's /proc/self/fd, opened before any chroot, or -1.  Through
- * it a file opened O_PATH (which does nothing to the file) is opened again
- * for reading: the same file, whatever its name now points to. */
+#include <sys/statfs.h>
+#define PROC_FS_MAGIC 0x9fa0        /* linux/magic.h's PROC_SUPER_MAGIC */
+/* This process's /proc/self/fd, or -1.  Through it a file opened O_PATH
+ * (which does nothing to the file) is opened again for reading: the same
+ * file, whatever its name now points to. */
 static int proc_fd_dir = -1;
 
 /* fd's name in proc_fd_dir */
@@ -66,13 +68,30 @@ static time_t root_checked, root_error_logged;
 static int have_openat2 = 1;
 #endif
 
-void static_file_before_chroot(void)
+void static_file_open_fd_dir(int in_chroot)
 {
 #ifdef HAVE_REOPEN_BY_FD
+    /* Opened inside the chroot, never before it: a directory descriptor
+     * from outside is a way out of the jail (openat(fd, "../../..")), for
+     * the whole life of the worker.  Before dropping privileges, which may
+     * make /proc/self/fd the old user's.  The jail's /proc must be procfs:
+     * a plain directory there would serve its files "5", "6"... */
+    const char *why = NULL;
+    struct statfs fs;
     proc_fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (proc_fd_dir < 0)
-        log_errno(LOG_WARN, "/proc/self/fd (special files are then checked by name before "
-                            "the open, with a window for a file swapped in between)");
+        why = strerror(errno);
+    else if (fstatfs(proc_fd_dir, &fs) < 0 || fs.f_type != PROC_FS_MAGIC) {
+        why = "not procfs";
+        close(proc_fd_dir);
+        proc_fd_dir = -1;
+    }
+    if (why != NULL)
+        log_msg(LOG_WARN, "/proc/self/fd%s: %s (special files are then checked by name before "
+                "the open, with a window for a file swapped in between)",
+                in_chroot ? " inside --chroot (mount /proc there)" : "", why);
+#else
+    (void)in_chroot;
 #endif
 }
 

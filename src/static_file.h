@@ -5,9 +5,10 @@
 #include "connection.h"
 #include "http_parse.h"
 
-/* Opens, before any chroot, what reading files needs from outside it
- * (/proc/self/fd on Linux).  Failing is logged, not fatal. */
-void static_file_before_chroot(void);
+/* Opens /proc/self/fd (Linux), through which files are opened again by
+ * descriptor; after any chroot (in_chroot: 1) and before privileges are
+ * dropped.  Failing is logged, not fatal. */
+void static_file_open_fd_dir(int in_chroot);
 /* Opens the document root at startup.  0, or -1 (logged). */
 int static_file_init(const char *root);
 /* After the privileges are dropped: the worker's user (named in the error;

@@ -254,8 +254,10 @@ void worker_main(const struct worker_setup *ws)
         log_errno(LOG_ERROR, "cannot load MIME types from %s", cfg.mime_types);
         fail();
     }
-    static_file_before_chroot();
-    if (privileges_chroot(ws->priv) < 0 || static_file_init(cfg.root) < 0)
+    if (privileges_chroot(ws->priv) < 0)
+        fail();
+    static_file_open_fd_dir(ws->priv->chroot_dir != NULL);
+    if (static_file_init(cfg.root) < 0)
         fail();
     if (privileges_drop(ws->priv) < 0 ||
         static_file_root_searchable(cfg.root, ws->priv->drop ? ws->priv->user : NULL) < 0)

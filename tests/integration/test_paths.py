@@ -10,7 +10,7 @@ import sys
 import time
 
 import cowdtest
-from cowdtest import DIGITS, HELLO, INDEX, SECRET, SLOW, Server, TestSkip, check, eq, request, test
+from cowdtest import DIGITS, HELLO, INDEX, SECRET, SLOW, Server, TestSkip, check, eq, faulty_server, request, test
 
 BAD = "HTTP/1.1 400 Bad Request"
 IN_OPEN = 0x20
@@ -342,134 +342,6 @@ def _(srv):
     eq(srv.get("/sonoidx/b.txt").body, b"b\n", "a file in it")
     eq(srv.get("/noindex/").status, 200, "a readable directory is still listed")
     srv.assert_alive()
-
-
-FAULT_SHIM_C = r"""
-/* LD_PRELOAD fault injection: the first fdopendir() fails with errno
- * FAULT_FDOPENDIR_ERRNO, and the FAULT_READDIR_AT-th readdir() call after it
- * fails with EIO (the listing test); a pread() at offset FAULT_PREAD_OFFSET
- * fails with EIO (the unreadable body test). */
-#define _GNU_SOURCE
-#include <dirent.h>
-#include <dlfcn.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <sys/types.h>
-#include <unistd.h>
-
-static int env_int(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL ? atoi(v) : 0;
-}
-
-static int failed;
-
-DIR *fdopendir(int fd)
-{
-    DIR *(*real)(int) = (DIR *(*)(int))dlsym(RTLD_NEXT, "fdopendir");
-    if (!failed && env_int("FAULT_FDOPENDIR_ERRNO") != 0) {
-        failed = 1;
-        errno = env_int("FAULT_FDOPENDIR_ERRNO");
-        return NULL;
-    }
-    return real(fd);
-}
-
-static int readdir_calls;
-
-static int readdir_fails(void)
-{
-    return failed && ++readdir_calls == env_int("FAULT_READDIR_AT");
-}
-
-struct dirent *readdir(DIR *d)
-{
-    struct dirent *(*real)(DIR *) = (struct dirent *(*)(DIR *))dlsym(RTLD_NEXT, "readdir");
-    if (readdir_fails()) {
-        errno = EIO;
-        return NULL;
-    }
-    return real(d);
-}
-
-struct dirent64 *readdir64(DIR *d)
-{
-    struct dirent64 *(*real)(DIR *) = (struct dirent64 *(*)(DIR *))dlsym(RTLD_NEXT, "readdir64");
-    if (readdir_fails()) {
-        errno = EIO;
-        return NULL;
-    }
-    return real(d);
-}
-
-static int pread_fails(off_t offset)
-{
-    const char *v = getenv("FAULT_PREAD_OFFSET");
-    return v != NULL && offset == (off_t)atoll(v);
-}
-
-ssize_t pread(int fd, void *buf, size_t n, off_t offset)
-{
-    ssize_t (*real)(int, void *, size_t, off_t) =
-        (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
-    if (pread_fails(offset)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, buf, n, offset);
-}
-
-ssize_t pread64(int fd, void *buf, size_t n, off64_t offset)
-{
-    ssize_t (*real)(int, void *, size_t, off64_t) =
-        (ssize_t (*)(int, void *, size_t, off64_t))dlsym(RTLD_NEXT, "pread64");
-    if (pread_fails((off_t)offset)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, buf, n, offset);
-}
-"""
-
-
-def fault_shim(tmp):
-    """Builds FAULT_SHIM_C as a shared library; skips where it cannot be
-    preloaded into the server (no compiler, a wrapper, a sanitizer build)."""
-    if cowdtest.WRAPPER:
-        raise TestSkip("the server runs under %s" % cowdtest.WRAPPER[0])
-    with open(cowdtest.COWD, "rb") as f:
-        if b"libasan" in f.read():
-            raise TestSkip("a sanitizer build: its runtime must be loaded first")
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None or not sys.platform.startswith("linux"):
-        raise TestSkip("needs a C compiler and glibc's dlsym(RTLD_NEXT)")
-    src = os.path.join(tmp, "fault_shim.c")
-    lib = os.path.join(tmp, "fault_shim.so")
-    with open(src, "w") as f:
-        f.write(FAULT_SHIM_C)
-    subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src, "-ldl"], check=True, timeout=60,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return lib
-
-
-def faulty_server(srv, args, **faults):
-    """A server of srv's root with fault_shim preloaded and faults (its
-    environment variables) set; started, the caller kills it."""
-    lib = fault_shim(srv.root.tmp)
-    env = dict(faults, LD_PRELOAD=lib)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    own = Server(srv.root, args)
-    try:
-        own.start()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
-    return own
 
 
 @test("path: a listing the directory cannot be opened or read for is an error, not a partial 200",

@@ -13,6 +13,7 @@ import re
 import resource
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import tempfile
@@ -726,22 +727,27 @@ def _(shared):
         finish(srv)
 
 
+def fifo_reader(fifo, got, chunk=65536, pause=0):
+    """A thread (not started) that reads the FIFO to its end into got,
+    chunk bytes at a time, pausing between reads."""
+    def read():
+        with open(fifo, "rb") as f:
+            while True:
+                b = f.read1(chunk)
+                if not b:
+                    return
+                got.append(b)
+                time.sleep(pause)
+    return threading.Thread(target=read, daemon=True)
+
+
 def piped_log_lines(shared, name, n_threads, per, make_request):
     """The access log lines of 2 workers writing to a FIFO read slowly (so
     the pipe stays full), while n_threads clients send per requests each."""
     fifo = os.path.join(shared.root.tmp, name)
     os.mkfifo(fifo)
     got = []
-
-    def reader():
-        with open(fifo, "rb") as f:
-            while True:
-                b = f.read(1024)
-                if not b:
-                    return
-                got.append(b)
-                time.sleep(0.005)
-    rt = threading.Thread(target=reader)
+    rt = fifo_reader(fifo, got, chunk=1024, pause=0.005)
     rt.start()
     srv = start(shared.root, ["--workers", "2", "--access-log", fifo])
     try:
@@ -1380,6 +1386,31 @@ def _(shared):
             check(f.read().startswith(b"an earlier line\n"), "%s: the log lost its lines" % log_flag)
 
 
+# O_NOFOLLOW stops symbolic links only: a hard link put where the pid file
+# goes had the master (root) truncate the file it names.
+@test("workers: a --pid-file with another name (a hard link) is refused, the file it names kept")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-pidlink-", dir=shared.root.tmp)
+    target = os.path.join(d, "precious")
+    with open(target, "wb") as f:
+        f.write(b"keep me\n")
+    pidf = os.path.join(d, "cowd.pid")
+    os.link(target, pidf)
+    p = subprocess.Popen([cowdtest.COWD, "--foreground", "--root", shared.root.path,
+                          "--listen", "127.0.0.1:%d" % cowdtest.free_port(), "--pid-file", pidf],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = p.communicate(timeout=10 * cowdtest.SLOW)
+    except subprocess.TimeoutExpired:
+        kill_all(p)
+        with open(target, "rb") as f:
+            raise TestFailure("started with a hard-linked pid file; the file it names reads %r" % f.read())
+    eq(p.returncode, 1, "exit status")
+    check(b"has other names (hard links)" in err, "message: %r" % err[-300:])
+    with open(target, "rb") as f:
+        eq(f.read(), b"keep me\n", "the file the link names")
+
+
 def read_pid(path):
     try:
         with open(path) as f:
@@ -1550,12 +1581,7 @@ def _(shared):
     # start, and the master gave up: one reload took the whole server down.
     d = tempfile.mkdtemp(prefix="cowd-hup-", dir=shared.root.tmp)
     os.chmod(d, 0o755)
-    www = os.path.join(d, "www")
-    os.mkdir(www)
-    os.chmod(www, 0o755)
-    with open(os.path.join(www, "hello.txt"), "wb") as f:
-        f.write(HELLO)
-    os.chmod(os.path.join(www, "hello.txt"), 0o644)
+    www = www_in(d)
     srv = start(shared.root, ["--workers", "2", "--log-level", "debug"], root_dir=www)
     try:
         old = sorted(workers_of(srv, 2))
@@ -1655,6 +1681,17 @@ def jail(shared):
     return d
 
 
+def www_in(d):
+    """d/www holding hello.txt, readable by all; its path."""
+    www = os.path.join(d, "www")
+    os.mkdir(www)
+    os.chmod(www, 0o755)
+    with open(os.path.join(www, "hello.txt"), "wb") as f:
+        f.write(HELLO)
+    os.chmod(os.path.join(www, "hello.txt"), 0o644)
+    return www
+
+
 def chroot_env():
     """In a sanitizer build, LeakSanitizer reads /proc at exit; inside a
     chroot there is none, and it would replace a worker's exit status."""
@@ -1741,11 +1778,7 @@ def _(shared):
         raise TestSkip("--chroot needs root")
     # Before: --daemon's chdir("/") came first, and the workers could not find "jail"
     d = jail(shared)
-    os.mkdir(os.path.join(d, "www"))
-    os.chmod(os.path.join(d, "www"), 0o755)
-    with open(os.path.join(d, "www", "hello.txt"), "wb") as f:
-        f.write(HELLO)
-    os.chmod(os.path.join(d, "www", "hello.txt"), 0o644)
+    www_in(d)
     pid, port, _, _ = run_daemon(d, ["--chroot", ".", "--root", "/www"], cwd=d, env=chroot_env())
     try:
         check(pid is not None, "no pid in the pid file")
@@ -1771,3 +1804,175 @@ def _(shared):
         eq(stop(srv), 0, "master exit status")
     finally:
         finish(srv)
+
+
+# An ignored SIGCHLD survives exec: the kernel reaped the workers itself, the
+# master's waitpid never saw one die, so none was replaced, and a stop
+# waited for them for ever.
+@test("workers: started with SIGCHLD ignored by the caller, a killed worker is replaced and SIGTERM stops")
+def _(shared):
+    srv = start(shared.root, ["--workers", "1"],
+                preexec=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    try:
+        w = workers_of(srv, 1)[0]
+        os.kill(w, signal.SIGKILL)
+        wait_for(lambda: (lambda c: c if len(c) == 1 and c[0] != w else None)(children(srv.proc.pid)),
+                 5 * cowdtest.SLOW, "a replacement worker (log: %s)" % error_log(srv)[-400:])
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served by the new worker")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+def wchan(pid):
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+# Until the master blocked its signals (after the logs, the MIME types, the
+# users and the listen sockets were done) SIGHUP and SIGUSR1 had their
+# default action and ended it; systemd counts an end by SIGHUP as a clean
+# stop, so `systemctl start cowd; systemctl reload cowd` could leave it
+# down.  Here the master is held in the open of its error log, a FIFO.
+@test("workers: SIGHUP and SIGUSR1 sent while the master is starting wait for it and do not end it")
+def _(shared):
+    d = tempfile.mkdtemp(prefix="cowd-early-", dir=shared.root.tmp)
+    fifo = os.path.join(d, "error.fifo")
+    os.mkfifo(fifo)
+    port = cowdtest.free_port()
+    p = subprocess.Popen(cowdtest.WRAPPER + [cowdtest.COWD, "--listen", "127.0.0.1:%d" % port,
+                                             "--root", shared.root.path, "--workers", "1",
+                                             "--error-log", fifo],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = []
+    reader = fifo_reader(fifo, got)
+    try:
+        try:
+            wait_for(lambda: p.poll() is not None or wchan(p.pid) == "wait_for_partner",
+                     10 * cowdtest.SLOW, "the master to wait in the open of its error log")
+        except TestFailure:
+            raise TestSkip("/proc/PID/wchan does not name the wait (%r)" % wchan(p.pid))
+        check(p.poll() is None, "the master ended before it was signalled: %s" % p.returncode)
+        p.send_signal(signal.SIGHUP)
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.2)
+        check(p.poll() is None, "the master was ended by a signal sent while it started: status %s"
+              % p.returncode)
+        reader.start()
+        eq(first_get(p, port).body, HELLO, "served")
+        log = lambda: b"".join(got).decode("utf-8", "replace")
+        wait_for(lambda: "SIGHUP: starting new workers" in log(), 10 * cowdtest.SLOW,
+                 "the held SIGHUP to restart the workers (log: %s)" % log()[-600:])
+        check("SIGUSR1: reopening log files" in log(), "the held SIGUSR1 was lost: %s" % log()[-600:])
+        eq(get_one(port, "/hello.txt").body, HELLO, "served after the restart")
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(15 * cowdtest.SLOW), 0, "master exit status")
+    finally:
+        kill_all(p)                     # the reader then reads the end of the FIFO
+
+
+# /proc/self/fd was opened before the chroot and kept for the worker's
+# life: a directory from outside the jail, and openat(fd, "../../..") leads
+# out of it.  It is opened inside now, and only if it is procfs there.
+@test("workers: with --chroot no directory from outside the jail stays open in a worker")
+def _(shared):
+    if os.geteuid() != 0:
+        raise TestSkip("--chroot needs root")
+    d = jail(shared)
+    www_in(d)
+    # a plain directory where procfs would be: never taken for it (it would
+    # serve these files in place of the ones asked for)
+    fake = os.path.join(d, "proc", "self", "fd")
+    os.makedirs(fake)
+    for n in range(64):
+        with open(os.path.join(fake, str(n)), "wb") as f:
+            f.write(b"not the file asked for\n")
+    port = cowdtest.free_port()
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--chroot", d,
+                          "--root", "/www", "--workers", "1"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=chroot_env())
+    try:
+        eq(first_get(p, port).body, HELLO, "served from the jail")
+        w = wait_for(lambda: (lambda c: c if len(c) == 1 else None)(children(p.pid)), 5, "the worker")[0]
+        real = os.path.realpath(d)
+        outside = []
+        for fd in os.listdir("/proc/%d/fd" % w):
+            link = "/proc/%d/fd/%s" % (w, fd)
+            try:
+                if not stat.S_ISDIR(os.stat(link).st_mode):
+                    continue
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if target != real and not target.startswith(real + "/"):
+                outside.append((fd, target))
+        eq(outside, [], "directories from outside the jail open in the worker")
+        eq(get_one(port, "/hello.txt").body, HELLO, "served again")
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=15)
+        check(b"/proc/self/fd inside --chroot" in err and b"not procfs" in err,
+              "no warning about the jail's /proc: %r" % err[-600:])
+    finally:
+        kill_all(p)
+
+
+# A worker not serving 10 s after its start was taken for ready.  After a
+# SIGHUP its old worker was stopped then, so when the new one failed after
+# all none was left to take the slot back; at a first start its failure was
+# taken for a crash and restarted for ever instead of ending the server.
+# The fault shim holds a worker's setgroups() 11 s, then fails it (exit 78).
+def slow_failing_start(shared):
+    need_root()
+    readable_root(shared.root)
+    marker = tempfile.mktemp(prefix="cowd-slow-start-", dir=shared.root.tmp)
+    return marker, cowdtest.preloaded_faults(shared.root.tmp, FAULT_SETGROUPS_FILE=marker,
+                                             FAULT_SETGROUPS_SLEEP="11")
+
+
+@test("workers: after SIGHUP, a new worker that takes 11 s to fail leaves the old one serving")
+def _(shared):
+    marker, faults = slow_failing_start(shared)
+    with faults:
+        srv = start(shared.root, ["--workers", "1"])
+    try:
+        old = workers_of(srv, 1)[0]
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served before")
+        open(marker, "w").close()
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: [c for c in children(srv.proc.pid) if c != old], 5, "the new worker")
+        time.sleep(10.5)
+        check(alive(old), "the old worker was stopped before its replacement served: %s"
+              % error_log(srv)[-600:])
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served 10.5 s after the SIGHUP")
+        wait_for(lambda: "old worker %d keeps serving" % old in error_log(srv), 10,
+                 "the new worker's failure to give the slot back (log: %s)" % error_log(srv)[-600:])
+        os.unlink(marker)
+        eq(workers_of(srv, 1), [old], "the workers")
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served after the failed reload")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+        if os.path.exists(marker):
+            os.unlink(marker)
+
+
+@test("workers: a first worker that takes 11 s to fail ends the server with status 1")
+def _(shared):
+    marker, faults = slow_failing_start(shared)
+    open(marker, "w").close()
+    with faults:
+        p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
+                              "--root", shared.root.path, "--workers", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = p.communicate(timeout=25)
+    except subprocess.TimeoutExpired:
+        kill_all(p)
+        raise TestFailure("the master still runs 25 s after its only worker could not start")
+    finally:
+        os.unlink(marker)
+    eq(p.returncode, 1, "exit status")
+    check(b"cannot start" in err, "message: %r" % err[-400:])
