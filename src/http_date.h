@@ -4,6 +4,7 @@
 #define COWD_HTTP_DATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #define HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
@@ -22,8 +23,16 @@ int http_date_parse(const char *s, size_t len, time_t *out);
  * recent past year with those digits (RFC 9110 §5.6.7). */
 int http_date_parse_at(const char *s, size_t len, time_t now, time_t *out);
 
+#define HTTP_DATE_MIN_SECS INT64_C(-62135596800) /* 0001-01-01 00:00:00 GMT */
+
 /* The Last-Modified of a file modified at mtime, in a response dated now: a modification time
- * in the future is replaced by now (RFC 9110 §8.8.2.1). */
-static inline time_t http_last_modified(time_t mtime, time_t now) { return mtime > now ? now : mtime; }
+ * in the future is replaced by now (RFC 9110 §8.8.2.1), one before year 1 (tmpfs and btrfs
+ * keep any, a tar archive may carry one) by the earliest HTTP-date, so that the field is
+ * never left empty. */
+static inline time_t http_last_modified(time_t mtime, time_t now)
+{
+    int64_t m = mtime > now ? (int64_t)now : (int64_t)mtime;
+    return (time_t)(m < HTTP_DATE_MIN_SECS ? HTTP_DATE_MIN_SECS : m);
+}
 
 #endif

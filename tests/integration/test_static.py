@@ -125,6 +125,42 @@ def _(srv):
         eq(r.status_line, OK, "IMS invalid %r" % bad)
 
 
+# tmpfs and btrfs keep any mtime (ext4 clamps to 1901), and a tar archive
+# may carry one: a file dated before year 1 was sent with an empty
+# Last-Modified, which is no HTTP-date (RFC 9110 §8.8.2).
+@test("cond: a file dated before year 1 gets Last-Modified Mon, 01 Jan 0001, cached or not")
+def _(srv):
+    import shutil
+    import tempfile
+    if not os.path.isdir("/dev/shm"):
+        raise TestSkip("no /dev/shm (tmpfs) for a file dated before year 1")
+    d = tempfile.mkdtemp(prefix="cowd-year0-", dir="/dev/shm")
+    own = None
+    try:
+        os.chmod(d, 0o755)
+        path = os.path.join(d, "old.txt")
+        with open(path, "wb") as f:
+            f.write(HELLO)
+        os.chmod(path, 0o644)
+        os.utime(path, ns=(0, -62135596801 * 10**9))
+        if os.stat(path).st_mtime > -62135596800:
+            raise TestSkip("/dev/shm clamps an mtime before year 1")
+        own = Server(srv.root, [], root_dir=d)
+        own.start()
+        for attempt in range(3):        # a miss, then from the cache
+            r = own.get("/old.txt")
+            eq(r.status_line, OK, "status (request %d)" % attempt)
+            eq(r.get("Last-Modified"), "Mon, 01 Jan 0001 00:00:00 GMT", "Last-Modified (request %d)" % attempt)
+        r = own.get("/old.txt", ["If-Modified-Since: Mon, 01 Jan 0001 00:00:00 GMT"])
+        eq(r.status_line, "HTTP/1.1 304 Not Modified", "If-Modified-Since that date")
+        eq(r.get("Last-Modified"), "Mon, 01 Jan 0001 00:00:00 GMT", "304 Last-Modified")
+        check(own.health() is None, "server unhealthy: %s" % own.health())
+    finally:
+        if own is not None:
+            own.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @test("cond: If-Modified-Since in obsolete formats (RFC 850, asctime)")
 def _(srv):
     st = srv.root.stat("hello.txt")

@@ -58,6 +58,24 @@ START_TEST(format_out_of_range)
 }
 END_TEST
 
+/* Last-Modified is always an HTTP-date: a file dated after the response gets the response's
+ * date, one dated before year 1 (tmpfs keeps any mtime) the earliest date there is; the
+ * formatted field was empty before. */
+START_TEST(last_modified_is_always_a_date)
+{
+    const time_t now = (time_t)1764979200;
+    char out[30];
+    ck_assert_int_eq(http_last_modified(1000, now), 1000);
+    ck_assert_int_eq(http_last_modified(now + 5, now), now);
+    ck_assert_uint_eq(http_date_format(http_last_modified((time_t)-62135596801, now), out), 29);
+    ck_assert_str_eq(out, "Mon, 01 Jan 0001 00:00:00 GMT");
+    ck_assert_uint_eq(http_date_format(http_last_modified((time_t)INT64_MIN, now), out), 29);
+    ck_assert_str_eq(out, "Mon, 01 Jan 0001 00:00:00 GMT");
+    ck_assert_uint_eq(http_date_format(http_last_modified((time_t)-62135596800, now), out), 29);
+    ck_assert_str_eq(out, "Mon, 01 Jan 0001 00:00:00 GMT");
+}
+END_TEST
+
 /* Cross-check against the C library over a wide spread of instants. */
 START_TEST(format_matches_libc)
 {
@@ -198,6 +216,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, format_known);
     tcase_add_test(tc, format_out_of_range);
+    tcase_add_test(tc, last_modified_is_always_a_date);
     tcase_add_test(tc, format_matches_libc);
     tcase_add_test(tc, parse_three_formats);
     tcase_add_test(tc, parse_rejects);
