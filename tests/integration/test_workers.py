@@ -1676,6 +1676,9 @@ def _(shared):
 
 
 def jail(shared):
+    """A directory for --chroot (skips the test unless run as root)."""
+    if os.geteuid() != 0:
+        raise TestSkip("--chroot needs root")
     d = tempfile.mkdtemp(prefix="cowd-jail-", dir=shared.root.tmp)
     os.chmod(d, 0o755)
     return d
@@ -1702,8 +1705,6 @@ def chroot_env():
 
 @test("workers: eight workers that cannot start at once: the master exits 1 promptly, none left")
 def _(shared):
-    if os.geteuid() != 0:
-        raise TestSkip("--chroot needs root")
     # Before: reap() gave up at the first failed worker and never reaped the
     # others; with their SIGCHLD already taken, the master could wait for
     # those zombies for ever.
@@ -1731,8 +1732,6 @@ def _(shared):
 
 @test("workers: --daemon reports success only once the workers serve")
 def _(shared):
-    if os.geteuid() != 0:
-        raise TestSkip("--chroot needs root")
     # a MIME table big enough that a worker takes a while to load it, then
     # fails (no root inside the chroot): before, --daemon said success 0.3 s
     # after forking the workers, whatever became of them
@@ -1774,8 +1773,6 @@ def _(shared):
 
 @test("workers: --daemon with a relative --chroot")
 def _(shared):
-    if os.geteuid() != 0:
-        raise TestSkip("--chroot needs root")
     # Before: --daemon's chdir("/") came first, and the workers could not find "jail"
     d = jail(shared)
     www_in(d)
@@ -1879,8 +1876,6 @@ def _(shared):
 # out of it.  It is opened inside now, and only if it is procfs there.
 @test("workers: with --chroot no directory from outside the jail stays open in a worker")
 def _(shared):
-    if os.geteuid() != 0:
-        raise TestSkip("--chroot needs root")
     d = jail(shared)
     www_in(d)
     # a plain directory where procfs would be: never taken for it (it would
