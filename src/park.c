@@ -6,12 +6,17 @@
  * socket (found on the timeout lists), and a parked connection's request
  * waits for the next poll.
  *
- * Expiry: every slot is on the list of its timeout value, in the order its
- * connection fell idle (not the order it was parked: handlers whose park
- * delay ran out together may park in any order); since all slots of a list
- * share one timeout, list order is expiry order and the head is the next to
- * expire: O(1) per expiry, no timer heap.  Insertion walks back from the
- * tail, where nearly every connection belongs. */
+ * Expiry: every slot is on the list of its timeout value, in the order of
+ * its expiry second (counted from when its connection fell idle, not from
+ * the park: handlers whose park delay ran out together may park in any
+ * order, and a connection woken by empty lines parks again with its old
+ * expiry), and within a second in the order its connection fell idle; the
+ * head is the next to expire: O(1) per expiry, no timer heap.  A slot goes
+ * in after the last slot of its second, or of the nearest earlier second,
+ * found through a table of each second's last slot, then back a bounded
+ * number of steps into idle order: not by walking back from the tail over
+ * every connection parked since, which a client cycling old connections
+ * through empty lines could make it do for each byte. */
 #include "park.h"
 
 #include <errno.h>
@@ -36,6 +41,8 @@
 #endif
 
 #define PARK_LISTS 4            /* distinct timeout values in use */
+#define PARK_SECONDS 1024       /* expiry seconds a list's table tells apart (a power of two) */
+#define PARK_REORDER 64         /* steps back to a parking slot's place in idle order */
 
 struct slot {
     struct depot_conn conn;     /* as it goes back to the depot; conn.fd -1: free */
@@ -45,7 +52,14 @@ struct slot {
     struct slot *prev, *next;   /* on its timeout list, or the free list */
 };
 
-struct fifo { unsigned timeout; struct slot *head, *tail; };
+struct fifo {
+    unsigned timeout;
+    struct slot *head, *tail;
+    /* [second % PARK_SECONDS]: the last slot expiring in that second, or
+     * NULL.  An entry whose slot expires in another second (timeouts longer
+     * than the table) tells nothing: insertion then checks what it finds */
+    struct slot *last_of[PARK_SECONDS];
+};
 
 static struct {
     struct depot *depot;
@@ -70,8 +84,23 @@ static struct {
 #endif
 } lot = { .tid = NULL };
 
+static struct slot **last_of(struct fifo *f, time_t second)
+{
+    return &f->last_of[(size_t)second & (PARK_SECONDS - 1)];
+}
+
+/* The last slot of f expiring in `second`, if the table knows it. */
+static struct slot *last_expiring(struct fifo *f, time_t second)
+{
+    struct slot *s = *last_of(f, second);
+    return s != NULL && s->expires == second ? s : NULL;
+}
+
 static void fifo_remove(struct fifo *f, struct slot *s)
 {
+    struct slot **last = last_of(f, s->expires);
+    if (*last == s)
+        *last = s->prev != NULL && s->prev->expires == s->expires ? s->prev : NULL;
     if (s->prev != NULL) s->prev->next = s->next; else f->head = s->next;
     if (s->next != NULL) s->next->prev = s->prev; else f->tail = s->prev;
     s->prev = s->next = NULL;
@@ -282,6 +311,68 @@ static int arm(int fd, unsigned idx, uint32_t gen, int parked_before)
 }
 #endif
 
+/* Within its second, s goes after the slots that fell idle before it, so
+ * that park_close_oldest closes the connection idle longest (handlers whose
+ * park delay ran out together park in any order): from `last`, the last
+ * slot expiring in s's second or before, a walk back over those that fell
+ * idle after s, of at most PARK_REORDER steps.  A connection parked again
+ * behind thousands of its second costs no more than that; it then sits a
+ * little late in idle order, its expiry exact to the second all the same. */
+static struct slot *after_in_second(struct slot *last, const struct slot *s)
+{
+    struct slot *after = last;
+    for (unsigned steps = 0; steps < PARK_REORDER && after != NULL &&
+                             after->expires == s->expires &&
+                             after->conn.idle.seq > s->conn.idle.seq; steps++)
+        after = after->prev;
+    return after;
+}
+
+/* The slot that s goes after in f (NULL: at the head), keeping the list in
+ * expiry order: the last one expiring in s's second or before (and within
+ * the second, in idle order, above).  Nearly always at the tail; else at
+ * most PARK_SECONDS steps through the table, not through the list. */
+static struct slot *insert_point(struct fifo *f, const struct slot *s)
+{
+    time_t second = s->expires;
+    if (f->tail == NULL || f->tail->expires < second)
+        return f->tail;
+    if (f->tail->expires == second)
+        return after_in_second(f->tail, s);
+    struct slot *after = last_expiring(f, second);
+    if (after != NULL)
+        return after_in_second(after, s);   /* the next after it expires later */
+    /* none expiring in that second (that the table knows of): the last of
+     * the nearest earlier second, if nothing the table has lost lies
+     * between it and s; every check fails safe into the walk below */
+    for (time_t back = 1; back < PARK_SECONDS && second - back >= f->head->expires; back++) {
+        after = last_expiring(f, second - back);
+        if (after != NULL) {
+            if (after->next != NULL && after->next->expires > second)
+                return after;
+            break;
+        }
+    }
+    if (after == NULL && f->head->expires > second)
+        return NULL;
+    /* timeouts longer than the table: walk back from the tail */
+    after = f->tail;
+    while (after != NULL && after->expires > second)
+        after = after->prev;
+    return after_in_second(after, s);
+}
+
+static void fifo_insert(struct fifo *f, struct slot *s)
+{
+    struct slot *after = insert_point(f, s);
+    s->prev = after;
+    s->next = after != NULL ? after->next : f->head;
+    if (s->next != NULL) s->next->prev = s; else f->tail = s;
+    if (after != NULL) after->next = s; else f->head = s;
+    if (s->next == NULL || s->next->expires != s->expires)
+        *last_of(f, s->expires) = s;    /* the last of its second now */
+}
+
 int park_connection(const struct depot_conn *conn, unsigned timeout)
 {
     struct fifo *f;
@@ -302,14 +393,7 @@ int park_connection(const struct depot_conn *conn, unsigned timeout)
      * park, a second later; rounded up to the second the lot works in */
     const struct timeval *since = &conn->idle.since;
     s->expires = since->tv_sec + (time_t)timeout + (since->tv_usec > 0);
-    unsigned long idle_seq = conn->idle.seq;
-    struct slot *after = f->tail;
-    while (after != NULL && after->conn.idle.seq > idle_seq)
-        after = after->prev;
-    s->prev = after;
-    s->next = after != NULL ? after->next : f->head;
-    if (s->next != NULL) s->next->prev = s; else f->tail = s;
-    if (after != NULL) after->next = s; else f->head = s;
+    fifo_insert(f, s);
     lot.n_parked++;
     /* Whether the park thread must be woken is asked of its state, not
      * of n_parked == 1: other handlers may park before this check (any
@@ -327,7 +411,8 @@ int park_close_oldest(void)
 {
     struct slot *oldest = NULL;
     for (unsigned i = 0; i < PARK_LISTS; i++) {
-        /* each list is in parking order: its head is its oldest */
+        /* a list's slots share a timeout, so its head, expiring first,
+         * fell idle first (to the second) */
         struct slot *h = lot.lists[i].head;
         if (h != NULL && (oldest == NULL || h->conn.idle.seq < oldest->conn.idle.seq))
             oldest = h;

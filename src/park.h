@@ -25,8 +25,10 @@ int park_init(struct depot *d, unsigned slots);
  * they have been idle (park_close_oldest). */
 int park_connection(const struct depot_conn *conn, unsigned timeout);
 
-/* Closes the connection parked longest (quietly, as at its timeout): 1, or
- * 0 if none is parked.  For an accept at --max-connections. */
+/* Closes the connection idle longest (quietly, as at its timeout): 1, or 0
+ * if none is parked.  For an accept at --max-connections.  Exact but for a
+ * connection parked again (woken by empty lines) behind more than 64 of its
+ * second: it then counts as a little younger. */
 int park_close_oldest(void);
 
 /* Graceful stop: close every parked connection now. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_run.h"
@@ -32,17 +33,25 @@ static void fake_serve(void *ctx, const struct depot_conn *conn)
     n_served++;
 }
 
-static void start(unsigned messages)
+static time_t started;      /* the second a test began: a base for idle times */
+
+static void start_with_slots(unsigned messages, unsigned slots)
 {
+    started = time(NULL);
     ck_assert(pth_init());
     n_served = 0;
     struct depot_config dc = { .handlers = 1, .messages = messages, .stack_size = 32 * 1024,
                                .serve = fake_serve };
     dep = depot_create(&dc);
     ck_assert_ptr_nonnull(dep);
-    ck_assert_int_eq(park_init(dep, 8), 0);
+    ck_assert_int_eq(park_init(dep, slots), 0);
     for (int i = 0; i < 100; i++)
         pth_yield(NULL);
+}
+
+static void start(unsigned messages)
+{
+    start_with_slots(messages, 8);
 }
 
 static void settle(void)
@@ -54,9 +63,6 @@ static void settle(void)
 
 static unsigned long idle_seq;
 
-/* A socketpair whose end sv[0] is parked with these request count and
- * timeout, idle since now (seq: its place in idle order, 0 for the next);
- * sv[1] plays the client. */
 /* fd as a handler parks it: idle since now, next in idle order */
 static struct depot_conn idle_conn(int fd, unsigned requests, int parked_before)
 {
@@ -67,18 +73,13 @@ static struct depot_conn idle_conn(int fd, unsigned requests, int parked_before)
     return conn;
 }
 
-static void park_pair_seq(int sv[2], unsigned requests, unsigned timeout, unsigned long seq)
+/* A socketpair whose end sv[0] is parked with these request count and
+ * timeout, idle since now; sv[1] plays the client. */
+static void park_pair(int sv[2], unsigned requests, unsigned timeout)
 {
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     struct depot_conn conn = idle_conn(sv[0], requests, 0);
-    if (seq != 0)
-        conn.idle.seq = seq;
     ck_assert_int_eq(park_connection(&conn, timeout), 0);
-}
-
-static void park_pair(int sv[2], unsigned requests, unsigned timeout)
-{
-    park_pair_seq(sv, requests, timeout, 0);
 }
 
 /* Parks fd again as a handler does with a connection the lot gave it. */
@@ -226,17 +227,32 @@ START_TEST(stop_during_an_unpark_waiting_for_a_message)
 }
 END_TEST
 
+/* sv[0] parked as a connection idle since `ago` seconds (and a fraction)
+ * before the test began (not before now: the clock may turn meanwhile),
+ * with that place in idle order */
+static void park_pair_idle_since(int sv[2], unsigned timeout, time_t ago, unsigned long seq)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct depot_conn conn = idle_conn(sv[0], 1, 0);
+    conn.idle.since.tv_sec = started - ago;
+    conn.idle.since.tv_usec = 500000;
+    conn.idle.seq = seq;
+    ck_assert_int_eq(park_connection(&conn, timeout), 0);
+}
+
 /* Handlers whose park delay ran out in one scheduler pass park in any
  * order: the lot must close the connection idle longest, not the one parked
- * first.  Before, it went by parking order. */
-START_TEST(oldest_is_by_idle_order_not_parking_order)
+ * first.  Before, it went by parking order.  Here within one second, then
+ * (below) across seconds, as a connection woken by empty lines parks again
+ * with its old idle time. */
+static void check_oldest_first(time_t late_ago, time_t early_ago, time_t middle_ago)
 {
     int late[2], early[2], middle[2];
     char b;
     start(4);
-    park_pair_seq(late, 1, 60, 1000);               /* parked first, idle shortest */
-    park_pair_seq(early, 1, 60, 998);
-    park_pair_seq(middle, 1, 60, 999);
+    park_pair_idle_since(late, 60, late_ago, 1000);     /* parked first, idle shortest */
+    park_pair_idle_since(early, 60, early_ago, 998);
+    park_pair_idle_since(middle, 60, middle_ago, 999);
     ck_assert_int_eq(park_close_oldest(), 1);
     ck_assert_int_eq(read(early[1], &b, 1), 0);      /* closed: idle longest */
     ck_assert_int_ne(fcntl(late[0], F_GETFD), -1);
@@ -245,6 +261,79 @@ START_TEST(oldest_is_by_idle_order_not_parking_order)
     ck_assert_int_eq(read(middle[1], &b, 1), 0);
     ck_assert_int_ne(fcntl(late[0], F_GETFD), -1);
     ck_assert_uint_eq(park_count(), 1);
+}
+
+START_TEST(oldest_is_by_idle_order_not_parking_order)
+{
+    check_oldest_first(0, 0, 0);
+}
+END_TEST
+
+START_TEST(oldest_across_seconds_is_by_idle_order)
+{
+    check_oldest_first(0, 2, 1);
+}
+END_TEST
+
+/* Many connections parked in a scrambled order of idle times, some of them
+ * parked again (woken by empty lines, still as idle as before): the lot
+ * keeps them in expiry order, so they go idle longest first.  `spread`
+ * seconds of idle times: under the lot's table of seconds (1,024), and
+ * beyond it with a timeout long enough to keep them all, where seconds
+ * share the table's entries and insertion must not trust them. */
+static void check_idle_order(unsigned timeout, unsigned spread)
+{
+    enum { N = 300 };
+    static int sv[N][2];
+    static time_t ago[N];
+    start_with_slots(4, N);
+    srandom(spread);
+    for (int i = 0; i < N; i++) {
+        /* a third of them in a few seconds, to share seconds */
+        ago[i] = i % 3 == 0 ? (time_t)(random() % 4) : (time_t)(random() % spread);
+        park_pair_idle_since(sv[i], timeout, ago[i], (unsigned long)(1000000 - ago[i] * 100 + i % 100));
+    }
+    for (int i = 0; i < N; i += 7) {                /* woken, and parked again */
+        ck_assert_int_eq(write(sv[i][1], "\r", 1), 1);
+        for (int wait = 0; wait < 2000 && n_served == 0; wait++)
+            pth_nap(pth_time(0, 1000));
+        ck_assert_int_eq(n_served, 1);
+        ck_assert_int_eq(served_fd[0], sv[i][0]);
+        char b;
+        ck_assert_int_eq(read(sv[i][0], &b, 1), 1);
+        n_served = 0;
+        struct depot_conn conn = idle_conn(sv[i][0], 1, 1);
+        conn.idle = served_idle[0];
+        ck_assert_int_eq(park_connection(&conn, timeout), 0);
+    }
+    ck_assert_uint_eq(park_count(), N);
+    time_t last_ago = (time_t)spread;
+    for (int closed = 0; closed < N; closed++) {
+        ck_assert_int_eq(park_close_oldest(), 1);
+        int found = -1;
+        for (int i = 0; i < N; i++)
+            if (sv[i][0] >= 0 && fcntl(sv[i][0], F_GETFD) == -1) {
+                ck_assert_int_eq(found, -1);        /* one at a time */
+                found = i;
+            }
+        ck_assert_int_ge(found, 0);
+        ck_assert_int_le(ago[found], last_ago);     /* idle no longer than the one before */
+        last_ago = ago[found];
+        sv[found][0] = -1;
+        close(sv[found][1]);
+    }
+    ck_assert_uint_eq(park_count(), 0);
+}
+
+START_TEST(idle_order_kept_within_the_table)
+{
+    check_idle_order(60, 50);
+}
+END_TEST
+
+START_TEST(idle_order_kept_beyond_the_table)
+{
+    check_idle_order(86400, 5000);
 }
 END_TEST
 
@@ -290,6 +379,9 @@ int main(void)
     tcase_add_test(tc, expired_socket_is_closed);
     tcase_add_test(tc, stop_during_an_unpark_waiting_for_a_message);
     tcase_add_test(tc, oldest_is_by_idle_order_not_parking_order);
+    tcase_add_test(tc, oldest_across_seconds_is_by_idle_order);
+    tcase_add_test(tc, idle_order_kept_within_the_table);
+    tcase_add_test(tc, idle_order_kept_beyond_the_table);
     tcase_add_test(tc, stale_event_does_not_unpark_the_slots_next_connection);
     suite_add_tcase(s, tc);
     return run_suite(s);
