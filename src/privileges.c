@@ -93,7 +93,7 @@ int privileges_resolve(struct privileges *p)
     }
     p->uid = pw->pw_uid;
     p->gid = pw->pw_gid;
-    snprintf(p->user, sizeof p->user, "%s", user);
+    p->user = user;
     const char *group = cfg.group;
     if (group == NULL && cfg.user == NULL) {
         /* like nginx: nobody's group is nogroup (Debian) or nobody (BSD, Red Hat) */
@@ -108,10 +108,14 @@ int privileges_resolve(struct privileges *p)
             log_msg(LOG_ERROR, "--group %s: no such group", group);
             return -1;
         }
-        snprintf(p->group, sizeof p->group, "%s", group);
+        p->group = group;
     } else {
+        /* getgrgid's name is overwritten by the next lookup: a copy */
+        static char *primary;
         struct group *gr = getgrgid(p->gid);
-        snprintf(p->group, sizeof p->group, "%s", gr != NULL ? gr->gr_name : "?");
+        free(primary);
+        primary = gr != NULL ? strdup(gr->gr_name) : NULL;
+        p->group = primary != NULL ? primary : "?";
     }
     if (p->uid == 0 && cfg.user != NULL) {
         log_msg(LOG_WARN, "workers keep running as root (--user %s)", cfg.user);

@@ -13,7 +13,7 @@ struct privileges {
     int drop;                   /* started as root and not asked to stay root */
     uid_t uid;
     gid_t gid;
-    char user[64], group[64];
+    const char *user, *group;   /* names, whole: the user's groups are looked up by it */
     gid_t *groups;              /* supplementary groups: user's in the group
                                  * database, with gid (as initgroups) */
     int n_groups;

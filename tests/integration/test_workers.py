@@ -1060,18 +1060,39 @@ def _(shared):
         finish(srv)
 
 
-def private_etc_group(path):
-    """preexec_fn: the child sees the file at `path` as /etc/group (a private
-    mount namespace; nothing outside the child changes)."""
+def private_etc(files):
+    """preexec_fn: the child sees each file files[name] as name (/etc/group,
+    /etc/passwd; a private mount namespace: nothing outside the child
+    changes)."""
     libc = ctypes.CDLL(None, use_errno=True)
     CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 4096, 16384, 1 << 18
 
     def preexec():
         if (libc.unshare(CLONE_NEWNS) != 0 or
-                libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 or
-                libc.mount(path.encode(), b"/etc/group", None, MS_BIND, None) != 0):
+                libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0):
             os._exit(111)
+        for name, path in files.items():
+            if libc.mount(path.encode(), name.encode(), None, MS_BIND, None) != 0:
+                os._exit(111)
     return preexec
+
+
+def etc_with(shared, name, line):
+    """A copy of /etc/NAME with line added, readable by all: its path."""
+    path = os.path.join(shared.root.tmp, "etc-" + name)
+    with open("/etc/" + name) as f, open(path, "w") as out:
+        out.write(f.read().rstrip("\n") + "\n" + line + "\n")
+    os.chmod(path, 0o644)
+    return path
+
+
+def unused_gid():
+    return next(g for g in range(4243, 60000) if g not in {e.gr_gid for e in grp.getgrall()})
+
+
+def worker_groups(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(l for l in f if l.startswith("Groups:")).split()[1:]
 
 
 # The workers got only their primary group (setgroups(1, ...)): a file
@@ -1081,12 +1102,8 @@ def private_etc_group(path):
 def _(shared):
     need_root()
     readable_root(shared.root)
-    gid = next(g for g in range(4243, 60000) if g not in {e.gr_gid for e in grp.getgrall()})
-    group_file = os.path.join(shared.root.tmp, "group-with-supplementary")
-    with open("/etc/group") as f, open(group_file, "w") as out:
-        out.write(f.read().rstrip("\n") + "\ncowdsupp:x:%d:nobody\n" % gid)
-    os.chmod(group_file, 0o644)
-    preexec = private_etc_group(group_file)
+    gid = unused_gid()
+    preexec = private_etc({"/etc/group": etc_with(shared, "group", "cowdsupp:x:%d:nobody" % gid)})
     # asked as cowd will ask (getgrouplist, through NSS: nscd or sssd may not read the file)
     probe = subprocess.run(["id", "-G", "nobody"], preexec_fn=preexec, capture_output=True)
     if probe.returncode != 0 or str(gid).encode() not in probe.stdout.split():
@@ -1099,12 +1116,41 @@ def _(shared):
     try:
         pid = workers_of(srv, 1)[0]
         settled_uid(pid, [pwd_uid("nobody")] * 4)
-        with open("/proc/%d/status" % pid) as f:
-            groups = next(l for l in f if l.startswith("Groups:")).split()[1:]
+        groups = worker_groups(pid)
         check(str(gid) in groups, "the worker's groups %s lack nobody's supplementary group %d" % (groups, gid))
         r = srv.get("/suppl/group-only.txt")
         eq(r.status, 200, "a file readable by a supplementary group of --user")
         eq(r.body, b"for the group\n", "body")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+
+
+# --user's name was cut to 63 bytes before its groups were looked up by it:
+# a longer one (directory services have them) lost its supplementary groups.
+@test("workers: a --user name of 70 bytes keeps its supplementary groups")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    name = "cowd-long-user-" + "x" * 55
+    gid = unused_gid()
+    preexec = private_etc({
+        "/etc/passwd": etc_with(shared, "passwd", "%s:x:%d:%d::/nonexistent:/usr/sbin/nologin"
+                                % (name, nobody.pw_uid, nobody.pw_gid)),
+        "/etc/group": etc_with(shared, "group", "cowdlong:x:%d:%s" % (gid, name))})
+    probe = subprocess.run(["id", "-G", name], preexec_fn=preexec, capture_output=True)
+    if probe.returncode != 0 or str(gid).encode() not in probe.stdout.split():
+        raise TestSkip("cannot add a user with a supplementary group here")
+    srv = start(shared.root, ["--workers", "1", "--user", name], preexec=preexec)
+    try:
+        pid = workers_of(srv, 1)[0]
+        settled_uid(pid, [nobody.pw_uid] * 4)
+        groups = worker_groups(pid)
+        check(str(gid) in groups, "the worker's groups %s lack the user's supplementary group %d"
+              % (groups, gid))
+        eq(srv.get("/hello.txt").body, HELLO, "served")
         eq(stop(srv), 0, "master exit status")
     finally:
         finish(srv)
