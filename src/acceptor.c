@@ -40,6 +40,26 @@
 #include "log.h"
 #include "spawn.h"
 
+/* An error of the connection being accepted, not of the listen socket:
+ * the next one may be fine at once.  Linux passes on the new socket's
+ * pending network errors (accept(2): treat them like EAGAIN by retrying).
+ * Not EPERM: a security module or seccomp filter refuses before the
+ * queue is touched, so it would come back at once, for ever. */
+static int peer_error(int e)
+{
+    switch (e) {
+    case EINTR: case ECONNABORTED: case EPROTO:
+    case ENETDOWN: case ENETUNREACH: case EHOSTDOWN: case EHOSTUNREACH:
+    case ENOPROTOOPT: case EOPNOTSUPP:
+#ifdef ENONET
+    case ENONET:
+#endif
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static int stop_pipe[2] = { -1, -1 };
 static int stopping;
 static unsigned long n_accepted, n_empty;
@@ -223,7 +243,7 @@ static int give_back_slot(struct depot *d, int *counted, int *over)
 
 void acceptor_run(struct acceptor *a)
 {
-    unsigned long emfile_count = 0;
+    unsigned long emfile_count = 0, peer_errors = 0;
     int lfd = a->lfd;
     struct depot *d = a->d;
     pth_event_t ev_listen = a->ev_listen, ev_client = a->ev_client;
@@ -328,8 +348,13 @@ void acceptor_run(struct acceptor *a)
                     n_empty++;      /* readable, but another process took it */
                 pth_wait(ev_listen);
                 woke = 1;
-            } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
+            } else if (!peer_error(errno)) {
                 log_errno(LOG_WARN, "accept");
+                pth_nap(pth_time(0, 10000));
+            } else if (++peer_errors % 64 == 0) {
+                /* so many in a row may not be the connections' after all:
+                 * a pause now and then, never a spin that starves the
+                 * process's other threads */
                 pth_nap(pth_time(0, 10000));
             }
         }

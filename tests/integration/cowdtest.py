@@ -724,13 +724,16 @@ FAULT_SHIM_C = r"""
  * fails with EIO (the listing test); a pread() at offset FAULT_PREAD_OFFSET
  * fails with EIO (the unreadable body test); while the file
  * FAULT_SETGROUPS_FILE exists, setgroups() takes FAULT_SETGROUPS_SLEEP
- * seconds, then fails with EPERM (a worker slow to start, then failing). */
+ * seconds, then fails with EPERM (a worker slow to start, then failing);
+ * the first FAULT_ACCEPT_FAILS accept4() calls of a process fail with errno
+ * FAULT_ACCEPT_ERRNO (a connection's pending network error). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -818,6 +821,19 @@ int setgroups(size_t n, const gid_t *list)
         return -1;
     }
     return real(n, list);
+}
+
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    int (*real)(int, struct sockaddr *, socklen_t *, int) =
+        (int (*)(int, struct sockaddr *, socklen_t *, int))dlsym(RTLD_NEXT, "accept4");
+    static int accept_fails;
+    if (accept_fails < env_int("FAULT_ACCEPT_FAILS")) {
+        accept_fails++;
+        errno = env_int("FAULT_ACCEPT_ERRNO");
+        return -1;
+    }
+    return real(fd, addr, len, flags);
 }
 """
 

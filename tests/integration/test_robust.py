@@ -1,5 +1,6 @@
 """Robustness: half-closed and resetting clients, silent clients, many connections."""
 
+import errno
 import select
 import socket
 import struct
@@ -8,7 +9,8 @@ import threading
 import time
 
 from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, TIMEOUT, Conn, Server, TestFailure, TestSkip,
-                      check, eq, free_port, open_fds, read_to_eof, request, settled_fds, tcp_sockets, test)
+                      check, eq, faulty_server, free_port, open_fds, read_to_eof, request, settled_fds,
+                      tcp_sockets, test)
 
 
 @test("robust: half-closed client still receives the full response")
@@ -983,3 +985,19 @@ def _(srv):
         two.assert_alive()
     finally:
         two.kill()
+
+
+# Linux's accept4 passes on a new connection's pending network errors
+# (ENETDOWN, EHOSTUNREACH...; accept(2): retry them as EAGAIN): each was
+# logged as a warning and accepting paused 10 ms.
+@test("robust: a network error of a connection being accepted is retried at once, not logged")
+def _(srv):
+    own = faulty_server(srv, [], FAULT_ACCEPT_FAILS="20", FAULT_ACCEPT_ERRNO=str(errno.ENETDOWN))
+    try:
+        for i in range(3):
+            eq(own.get("/hello.txt").body, HELLO, "request %d" % (i + 1))
+        log = own.stderr()
+        check("accept: " not in log, "logged: %r" % log[-500:])
+        own.assert_alive()
+    finally:
+        own.kill()
