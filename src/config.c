@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "autoconfig.h"
+#include "http_parse.h"
 #include "listen.h"
 #include "log.h"
 
@@ -132,9 +133,10 @@ void config_usage(FILE *out)
 "Usage: cowd [OPTION]...\n"
 "Serve static files over HTTP/1.1 with cooperative threads.\n"
 "\n"
-"  -l, --listen ADDR:PORT       address to listen on (repeatable); IPv6 as [::1]:8080,\n"
-"                               all IPv4 as *:PORT, :PORT or PORT; a host name: every\n"
-"                               address it resolves to (default 127.0.0.1:8080)\n"
+"  -l, --listen ADDR:PORT       address to listen on (repeatable); IPv6 as [::1]:8080\n"
+"                               (IPv6 only), all IPv4 as *:PORT, :PORT or PORT; a host\n"
+"                               name: every address it resolves to (default\n"
+"                               127.0.0.1:8080)\n"
 "      --root DIR               document root (default: the bundled demo site)\n"
 "      --index NAME             index file served for directories (default index.html)\n"
 "      --listing                list directories that have no index file" LISTING_BUILT "\n"
@@ -444,11 +446,13 @@ int config_parse(int argc, char **argv)
 #endif
         cfg.workers = n > 0 ? (unsigned)(n > 1024 ? 1024 : n) : 1;
     }
-    /* The line must be shorter than the head it sits in: a line as long as
-     * the head fills the buffer before it could exceed --max-uri, and would
-     * be answered 431 instead of 414 (or 501 for its method). */
-    if (cfg.max_uri >= cfg.max_header_size)
-        cfg.max_uri = cfg.max_header_size - 1;
+    /* The line must be shorter than the head it sits in, with the empty
+     * lines a request may start with (up to HTTP_LEADING_EMPTY_MAX + 1
+     * bytes: a CRLF may straddle the limit): a line as long as the head
+     * fills the buffer before it could exceed --max-uri, and would be
+     * answered 431 instead of 414 (or 501 for its method). */
+    if (cfg.max_uri > cfg.max_header_size - HTTP_LEADING_EMPTY_MAX - 2)
+        cfg.max_uri = cfg.max_header_size - HTTP_LEADING_EMPTY_MAX - 2;
     /* every entry's headers and bookkeeping count against the size: with
      * none allowed, each miss would build an entry only to drop it */
     if (cfg.cache_size == 0)

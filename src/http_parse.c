@@ -629,6 +629,18 @@ static int overlong_line_status(const char *line, size_t n, struct http_request 
     return sp != NULL && (size_t)(line + n - (sp + 1)) >= 8 ? 400 : 414;
 }
 
+/* A request-line refused before it was parsed: its method if it has one
+ * (the bytes before a first SP are a token), so a HEAD's error goes
+ * without a body. */
+static void note_method(const char *line, size_t n, struct http_request *req)
+{
+    size_t i = 0;
+    while (i < n && is_tchar((unsigned char)line[i]))
+        i++;
+    if (i > 0 && i < n && line[i] == ' ')
+        req->method = method_lookup(line, i);
+}
+
 static enum http_parse_result fail(struct http_request *req, int *status, int code)
 {
     req->keep_alive = 0;
@@ -689,13 +701,17 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     int found = find_line_end(buf, pos, window, lim->max_request_line, &line_end, &next);
     if (found == -2)
         return fail(req, status, overlong_line_status(buf + pos, lim->max_request_line, req));
-    if (found == -1)
+    if (found == -1) {
+        note_method(buf + pos, window - pos, req);     /* a bare CR in it */
         return fail(req, status, 400);
+    }
     if (found == 0) {
         /* find_line_end calls the line too long once the window passes this */
         size_t too_long = pos + lim->max_request_line + 1;
-        return at_window_limit ? fail(req, status, 431)
-                               : incomplete(req, too_long < lim->max_head ? too_long : lim->max_head);
+        if (!at_window_limit)
+            return incomplete(req, too_long < lim->max_head ? too_long : lim->max_head);
+        note_method(buf + pos, window - pos, req);
+        return fail(req, status, 431);
     }
     int st = parse_request_line(buf + pos, line_end - pos, req);
     if (st)

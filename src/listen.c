@@ -43,6 +43,11 @@ static int split_spec(const char *spec, char *host, long *port, char *why, size_
         }
         port_str = colon == NULL ? spec : colon + 1;
         host_len = colon == NULL ? 0 : (size_t)(colon - spec);
+        if (memchr(spec, ':', host_len) != NULL) {
+            /* "::1:8080" would be split at its last colon: say which was meant */
+            snprintf(why, why_len, "IPv6 addresses are written [ADDR]:PORT");
+            return -1;
+        }
         if (host_len >= 256) {
             snprintf(why, why_len, "address too long");
             return -1;

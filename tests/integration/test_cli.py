@@ -161,6 +161,9 @@ def _(srv):
         (["--threads"], "--threads"),
         (["--listen", "nonsense"], "nonsense"),
         (["--listen", "127.0.0.1:99999"], "99999"),
+        # IPv6 without brackets was split at its last colon and served
+        (["--listen", "::1:%d" % free_port(), "--root", srv.root_dir], "[ADDR]:PORT"),
+        (["--listen", ":::%d" % free_port(), "--root", srv.root_dir], "[ADDR]:PORT"),
         (["--max-header-size", "12q"], "--max-header-size"),
         (["--log-level", "loud"], "--log-level"),
         (["--index", "a/b"], "--index"),
