@@ -52,7 +52,7 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from steal import SIDES, STEAL_NOTABLE, steal_summary  # noqa: E402
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT, best_peer,  # noqa: E402
-                     check_row, row_rank)
+                     check_row, row_rank, shown_kind)
 
 def fnum(x):
     try:
@@ -66,11 +66,13 @@ def read_run(run_dir):
     rows = {}
     with open(os.path.join(run_dir, "summary.csv"), newline="") as f:
         for r in csv.DictReader(f):
-            rows.setdefault((r["workload"], r["label"]), {})[r["server"]] = {
+            m = rows.setdefault((r["workload"], r["label"]), {})[r["server"]] = {
                 "rps": fnum(r["rps"]),
                 "per_cpu_s": fnum(r["replies_per_cpu_s"]),
                 "lat_p99": fnum(r["lat_p99_ms"]),
             }
+            if fnum(r.get("reps")) is not None:       # (summary.csv before run 111 has none)
+                m["reps"] = int(fnum(r["reps"]))
     return rows
 
 
@@ -190,8 +192,12 @@ def main(run_dirs):
         results = seen[(key, target)]
         values = [v for _, v in results if v is not None]
         met = sum(ok for ok, _ in results)
+        if not values:          # cowd had no figure in any of them
+            print(f"| {key[0]}: {key[1]} | {target} | {met} of {len(results)} | none | – |")
+            continue
         print(f"| {key[0]}: {key[1]} | {target} | {met} of {len(results)} | "
-              f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} |")
+              f"{shown_kind(target, statistics.median(values))} | "
+              f"{shown_kind(target, min(values))}–{shown_kind(target, max(values))} |")
     print("")
     print(f"Runs meeting every target: {all_met} of {len(runs)}.")
     print_chance(seen, kind_met, all_met, len(runs))
@@ -219,7 +225,8 @@ def main(run_dirs):
             values = against[key][peer]
             level = sum(v >= TARGET_THROUGHPUT for v in values)
             print(f"| {key[0]}: {key[1]} | {peer} | {level} of {len(values)} | "
-                  f"{statistics.median(values):.2f} | {min(values):.2f}–{max(values):.2f} | "
+                  f"{shown_kind('throughput', statistics.median(values))} | "
+                  f"{shown_kind('throughput', min(values))}–{shown_kind('throughput', max(values))} | "
                   f"{best_count[key][peer]} |")
 
     verdicts = Counter()

@@ -23,7 +23,7 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from steal import SIDES, STEAL_NOTABLE, steal_summary, steal_values  # noqa: E402
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT,  # noqa: E402
-                     best_peer, check_row, row_rank)
+                     absent_peers, best_peer, check_row, cowd_short, row_rank, shown_kind)
 
 OUT = sys.argv[1]
 ORDER = (sys.argv[2].split(",") if len(sys.argv) > 2 else
@@ -57,10 +57,12 @@ def fmt(x, digits=0):
     return f"{x:,.{digits}f}"
 
 
-def ratio(a, b):
+def ratio(a, b, kind=None):
+    """a / b; against a target (kind 'efficiency' or 'throughput') printed
+    so that a miss never reads as the target"""
     if a is None or not b:
         return "–"
-    return f"{a / b:.2f}"
+    return shown_kind(kind, a / b) if kind else f"{a / b:.2f}"
 
 
 def server_rank(s):
@@ -218,8 +220,8 @@ def ratio_line(per_server):
     if not c or not c.get("rps"):
         return ("cowd / best peer: cowd not measured"
                 + (f" (best peer: {bs} {fmt(bv)} replies/s, {es} {fmt(ev)} replies per CPU-s)" if bs else ""))
-    return (f"cowd / best peer: throughput **{ratio(c.get('rps'), bv)}** (best: {bs}), "
-            f"replies per server-CPU-second **{ratio(c.get('per_cpu_s'), ev)}** (best: {es})")
+    return (f"cowd / best peer: throughput **{ratio(c.get('rps'), bv, 'throughput')}** (best: {bs}), "
+            f"replies per server-CPU-second **{ratio(c.get('per_cpu_s'), ev, 'efficiency')}** (best: {es})")
 
 
 # The issue's targets, checked row by row with targets.check_row.
@@ -231,6 +233,7 @@ def targets_table(headline):
             "| workload | efficiency | throughput | p99 ms (cowd vs lowest peer) |",
             "|---|---|---|---|"]
     missed = []
+    caveats = []
 
     def mark(ok):
         return "–" if ok is None else ("✓" if ok else "✗")
@@ -258,16 +261,32 @@ def targets_table(headline):
         p99_text = "–"
         if p99_ok is not None:
             cowd_p99, best_p99, ps = p99_details
-            p99_text = cell(p99_ok, f"{cowd_p99:.2f} vs {best_p99:.2f} ({ps})",
+            shown = "none" if cowd_p99 != cowd_p99 else f"{cowd_p99:.2f}"   # NaN: no result
+            p99_text = cell(p99_ok, f"{shown} vs {best_p99:.2f} ({ps})",
                             ps, "lat_p99", 2)
         for name, ok in (("efficiency", eff_ok), ("throughput", thr_ok), ("p99", p99_ok)):
             if ok is False:
                 missed.append(f"{wl} ({label}): {name}")
+        if cowd_short(per):
+            caveats.append(f"{wl} ({label}): cowd has a result from {c.get('reps', 0)} runs, "
+                           "fewer than a peer: every target of the row counts as missed")
+        absent = absent_peers(per)
+        if absent:
+            caveats.append(f"{wl} ({label}): no replies from {', '.join(absent)}: "
+                           "compared with the other peers only")
         rows.append(f"| {wl}: {label} | {eff_text} | "
                     f"{thr_text} | {p99_text} |")
     rows.append("")
-    rows.append("Every target met in this run." if not missed and headline
-                else "Missed in this run: " + "; ".join(missed) + ".")
+    for text in caveats:
+        rows.append(f"- ⚠ {text}")
+    if caveats:
+        rows.append("")
+    if missed or not headline:
+        rows.append("Missed in this run: " + "; ".join(missed) + ".")
+    elif caveats:
+        rows.append("Every target met in this run against the peers that served (⚠ above).")
+    else:
+        rows.append("Every target met in this run.")
     rows.append("")
     return rows
 
@@ -313,7 +332,9 @@ def rounds_table(paired, headline):
             cells = []
             for key, target in (("eff", TARGET_EFFICIENCY), ("thr", TARGET_THROUGHPUT)):
                 v = p[key]
-                cells.append(f"{statistics.median(v):.2f} ({min(v):.2f}–{max(v):.2f}) | "
+                kind = "efficiency" if key == "eff" else "throughput"
+                cells.append(f"{shown_kind(kind, statistics.median(v))} "
+                             f"({shown_kind(kind, min(v))}–{shown_kind(kind, max(v))}) | "
                              f"{sum(x >= target for x in v)} of {len(v)}")
             rows.append(f"| {wl}: {label} | {peer} | " + " | ".join(cells) + " |")
     if not rows:
@@ -376,8 +397,8 @@ def main():
     if env.get("note"):
         md.append(f"- note: {env['note']}")
     md.append("")
-    md.append("Columns: replies/s = successful (2xx) replies per second (with several "
-              "runs: the median, then the range in parentheses); errors = all "
+    md.append("Columns: replies/s = successful replies per second (httperf: 2xx; wrk: status "
+              "below 400; with several runs: the median, then the range in parentheses); errors = all "
               "client-seen errors; latency from the load generator (httperf: average "
               "reply time, no p99); CPU = server process tree utime+stime from /proc; "
               "server CPU % = that CPU time over the run's duration, client CPU % the "
@@ -429,7 +450,7 @@ def main():
                       f"{', '.join(map(str, common))} conn/s (equal work for all), counting "
                       f"{counted}. Over all of each server's steps (their median runs), overload "
                       f"included, cowd / best peer is "
-                      f"{ratio(allc.get('cowd', {}).get('per_cpu_s'), ev)} (best: {es}).")
+                      f"{ratio(allc.get('cowd', {}).get('per_cpu_s'), ev, 'efficiency')} (best: {es}).")
         else:
             md.append("No offered rate was served without errors by every server: CPU "
                       "figures cover all of each server's steps.")
@@ -534,8 +555,8 @@ def main():
                 cpu += " ⚠"
                 starved = True
         head.append(f"| {wl}: {label} | {bs or '–'} {fmt(bv)} | {fmt(c.get('rps'))} | "
-                    f"{ratio(c.get('rps'), bv)} | {es or '–'} {fmt(ev)} | "
-                    f"{fmt(c.get('per_cpu_s'))} | {ratio(c.get('per_cpu_s'), ev)} | {cpu} |")
+                    f"{ratio(c.get('rps'), bv, 'throughput')} | {es or '–'} {fmt(ev)} | "
+                    f"{fmt(c.get('per_cpu_s'))} | {ratio(c.get('per_cpu_s'), ev, 'efficiency')} | {cpu} |")
     head.append("")
     if starved:
         head.append(f"⚠ = a closed-loop wrk run in which the server used less than "
@@ -558,11 +579,11 @@ def main():
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["workload", "label", "server", "rps", "errors", "lat_avg_ms",
-                    "lat_p99_ms", "cpu_s_per_1k", "replies_per_cpu_s", "note"])
+                    "lat_p99_ms", "cpu_s_per_1k", "replies_per_cpu_s", "note", "reps"])
         for wl, label, s, m in summary_rows:
             w.writerow([wl, label, s, m.get("rps"), m.get("errors"), m.get("lat_avg"),
                         m.get("lat_p99"), m.get("cpu_per_1k"), m.get("per_cpu_s"),
-                        m.get("note", "") or m.get("err_kinds", "")])
+                        m.get("note", "") or m.get("err_kinds", ""), m.get("reps", "")])
 
     sweep_servers = sorted(sweep, key=server_rank)
     for s in sweep_servers:

@@ -8,7 +8,8 @@ checked on every row, which is stricter), and a p99 no worse than the
 lowest of the peers that served replies (httperf, workload a, reports
 none).  A ratio is printed to two decimals, or to as many more as it takes
 to show a miss that two would round up to the target (0.998 is not 1.00),
-so that every mark agrees with the number beside it.
+so that every mark agrees with the number beside it (every table that
+prints a ratio against a target goes through shown_ratio or shown_kind).
 """
 
 TARGET_EFFICIENCY = 1.10
@@ -43,28 +44,68 @@ def shown_ratio(value, target):
     return f"{value:.{digits}f}"
 
 
-def check_row(per):
-    """per: server -> metrics with per_cpu_s, rps and lat_p99 (any may be
-    missing).  -> dict target -> (ok, ratio, details), ok and ratio None if
-    not measured; the p99 ratio is cowd's p99 over the lowest peer's.
-    'efficiency' and 'throughput' details are (ratio as shown, best peer),
-    'p99' details are (cowd p99, lowest peer p99, that peer)."""
+def cowd_short(per):
+    """-> True if cowd has fewer runs with a result on this row than some
+    peer (it failed to start, died, or served nothing in the others)."""
     c = per.get("cowd", {})
+    most = max((m.get("reps") or 0 for s, m in per.items() if s not in PEER_EXCLUDE), default=0)
+    return (c.get("reps") or 0) < most
+
+
+def absent_peers(per):
+    """-> the peers with no replies on this row: the row compares cowd
+    with the others only."""
+    return sorted(s for s, m in per.items() if s not in PEER_EXCLUDE and not m.get("rps"))
+
+
+def shown_at_most(value, target):
+    """value as printed beside a mark against a target it must not exceed
+    (p99 over the lowest peer's: 1.004 is not 1.00)."""
+    digits = 2
+    while digits < 6 and value > target and float(f"{value:.{digits}f}") <= target:
+        digits += 1
+    return f"{value:.{digits}f}"
+
+
+def shown_kind(kind, value):
+    """a ratio of target kind 'efficiency', 'throughput' or 'p99', printed
+    so that a miss never reads as the target."""
+    if kind == "p99":
+        return shown_at_most(value, 1.0)
+    return shown_ratio(value, TARGET_EFFICIENCY if kind == "efficiency" else TARGET_THROUGHPUT)
+
+
+def check_row(per):
+    """per: server -> metrics with reps, per_cpu_s, rps and lat_p99 (any
+    may be missing).  -> dict target -> (ok, ratio, details), ok and ratio
+    None if no peer has a figure; the p99 ratio is cowd's p99 over the
+    lowest peer's.  'efficiency' and 'throughput' details are (ratio as
+    shown, best peer), 'p99' details are (cowd p99, lowest peer p99, that
+    peer).  Where a peer has a figure and cowd none, or cowd has results
+    from fewer runs than a peer, the target is missed: a failure of cowd
+    is never "not measured"."""
+    c = per.get("cowd", {})
+    short = cowd_short(per)
     out = {}
     for name, key, target in (("efficiency", "per_cpu_s", TARGET_EFFICIENCY),
                               ("throughput", "rps", TARGET_THROUGHPUT)):
         peer, value = best_peer(per, key)
-        if c.get(key) is None or not value:
+        if not value or (c.get("rps") and c.get(key) is None):
+            # no peer's figure, or cowd served but its CPU was not measured
             out[name] = (None, None, ("–", peer))
             continue
-        r = c[key] / value
-        out[name] = (r >= target, r, (shown_ratio(r, target), peer))
+        r = (c.get(key) or 0) / value
+        out[name] = (r >= target and not short, r, (shown_ratio(r, target), peer))
     peer_p99 = [(m["lat_p99"], s) for s, m in per.items()
                 if s not in PEER_EXCLUDE and m.get("rps") and m.get("lat_p99") is not None]
-    if c.get("lat_p99") is not None and peer_p99:
+    if not peer_p99:
+        out["p99"] = (None, None, None)
+    elif c.get("rps") and c.get("lat_p99") is not None:
         best_p99, peer = min(peer_p99)
-        out["p99"] = (c["lat_p99"] <= best_p99, c["lat_p99"] / best_p99 if best_p99 else None,
+        out["p99"] = (c["lat_p99"] <= best_p99 and not short,
+                      c["lat_p99"] / best_p99 if best_p99 else None,
                       (c["lat_p99"], best_p99, peer))
     else:
-        out["p99"] = (None, None, None)
+        best_p99, peer = min(peer_p99)
+        out["p99"] = (False, None, (float("nan"), best_p99, peer))
     return out

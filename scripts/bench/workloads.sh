@@ -199,7 +199,8 @@ settle_time_wait() {
 # workload_a SERVER...: the sweep for all SERVERS side by side.  Every
 # server is started first and stays up for the whole sweep (an idle server
 # costs the others nothing); each step's SWEEP_REPS runs then go round the
-# servers, in an order rotated by one each repetition.  A slow stretch of the
+# servers, in an order rotated by one each repetition and by one more each
+# step (not starting again at each rate).  A slow stretch of the
 # shared machine thus hits one run of every server at the same rate, not the
 # whole sweep of whichever server was measured then, and no server is always
 # the first after the rate goes up.  Every server runs every step: the sweep
@@ -209,7 +210,7 @@ settle_time_wait() {
 # rate; a server dropped earlier would be compared with peers measured at
 # rates it never saw.
 workload_a() {
-    local s rate rep i n raw c0 c1 t0 t1 vals row rps errs going live=() next
+    local s rate rep i n raw c0 c1 t0 t1 vals row rps errs going live=() next step
     declare -A a_pid a_port a_after
     settle_time_wait
     for s in "$@"; do
@@ -224,10 +225,11 @@ workload_a() {
         # client's fd_unavail collapse, and which one is luck as much as the
         # server (scripts/bench/README.md, workload a), so one run per step
         # makes the peak a lottery.
+        step=$(( (rate - SWEEP_START) / SWEEP_STEP ))
         for ((rep = 1; rep <= SWEEP_REPS; rep++)); do
             n=${#live[@]}
             for ((i = 0; i < n; i++)); do
-                s=${live[$(( (i + rep - 1) % n ))]}
+                s=${live[$(( (i + rep - 1 + step) % n ))]}
                 SRV_PID=${a_pid[$s]} SRV_PORT=${a_port[$s]}
                 pid_alive "$SRV_PID" || continue
                 raw="$OUT/raw/$s-a-r$rate-$rep.httperf"
@@ -360,8 +362,6 @@ workload_e() {
     local ok note
     ok=${ready#*ok=}; ok=${ok%% *}
     note="idle served=$ok/$IDLE_CONNS rss+$(((rss1 - rss0) / 1024))MiB"
-    [ "$server" = lighttpd ] && [ -n "${FD_NOTE:-}" ] &&
-        note="$note; lighttpd capped at max-fds/2=$((MAX_FDS / 2)) connections"
     RUN_NOTE=$note \
         wrk_reps "$server" e "$label" /f12k
     kill -USR1 "$hp" 2>/dev/null

@@ -125,6 +125,30 @@ def _(srv):
           "verdict in %r" % md)
 
 
+# A row where cowd had no result (not started, died, served nothing) was
+# "not measured" and never a miss, so such a run could still say "Every
+# target met"; and a peer that served nothing (lighttpd in (e) at its
+# descriptor cap) dropped out of the comparison without a word.
+@test("bench report: cowd without a result, or with fewer runs than a peer, misses; an absent peer is named")
+def _(srv):
+    md = bench_report([
+        ("cowd", "f2k", 120000, 8.0, 0.5), ("cowd", "f2k", 120000, 8.0, 0.5),
+        ("nginx", "f2k", 100000, 10.0, 0.6), ("nginx", "f2k", 100000, 10.0, 0.6),
+        ("nginx", "f2k", 100000, 10.0, 0.6),
+        ("nginx", "f12k", 80000, 10.0, 0.6),
+    ])
+    check("| b: f12k | ✗ 0.00 | ✗ 0.00 | ✗ none vs 0.60 (nginx) |" in md, "f12k row in %r" % md)
+    check("Missed in this run: b (f2k): efficiency; b (f2k): throughput; b (f2k): p99; "
+          "b (f12k): efficiency; b (f12k): throughput; b (f12k): p99." in md, "verdict in %r" % md)
+    check("- ⚠ b (f2k): cowd has a result from 2 runs, fewer than a peer" in md, "caveat in %r" % md)
+    md = bench_report([("cowd", "f2k", 100000, 9.0, 0.5), ("nginx", "f2k", 100000, 10.0, 0.6),
+                       ("lighttpd", "f2k", 0, 0.1, 0.0)])
+    check("- ⚠ b (f2k): no replies from lighttpd: compared with the other peers only" in md,
+          "absent peer in %r" % md)
+    check("Every target met in this run against the peers that served (⚠ above)." in md,
+          "verdict in %r" % md)
+
+
 @test("bench report: a missed target shows both servers' run-to-run ranges")
 def _(srv):
     md = bench_report([
@@ -419,6 +443,21 @@ def _(srv):
     check("| all | 5 | 1 of 2 | 0.031 | 32 |" in out, "all-targets chance in %r" % out)
     rc, out, err = across_runs([None])
     eq(rc, 2, "exit status with no usable run: %s" % err)
+
+
+@test("bench across runs: a run without cowd's figure misses, and a median under its target shows it")
+def _(srv):
+    rc, out, err = across_runs([
+        [("cowd", "f2k", 100000, 109900, 0.5), ("nginx", "f2k", 100000, 100000, 0.6)],
+        [("cowd", "f2k", 100000, 109800, 0.5), ("nginx", "f2k", 100000, 100000, 0.6)],
+        [("cowd", "f2k", 100000, 109900, 0.5), ("nginx", "f2k", 100000, 100000, 0.6)],
+        [("cowd", "f12k", 100000, 120000, 0.5), ("nginx", "f2k", 100000, 100000, 0.6)],
+    ])
+    eq(rc, 0, "exit status: %s" % err)
+    # a median of 1.0985 (1.099 and 1.098 in the middle) at two decimals reads as the target
+    check("| b: f2k | efficiency | 0 of 4 | 1.099 | 0.00–1.099 |" in out, "efficiency row in %r" % out)
+    check("| b: f2k | throughput | 3 of 4 | 1.00 | 0.00–1.00 |" in out, "throughput row in %r" % out)
+    check("Runs meeting every target: 0 of 4." in out, "verdict in %r" % out)
 
 
 @test("bench across runs: throughput against each peer alone, and which peer was best")
