@@ -13,6 +13,19 @@
 #include "config.h"
 #include "log.h"
 
+/* getpwnam and getgrnam return NULL both for a name that is not there and
+ * for a lookup that failed (a directory service down, no memory): errno
+ * tells them apart (0, ENOENT, ESRCH, EBADF or EPERM: not there, as
+ * getpwnam(3) lists them).  Logs which, for flag's name. */
+static void log_not_found(const char *flag, const char *name, const char *what, const char *hint)
+{
+    int e = errno;
+    if (e == 0 || e == ENOENT || e == ESRCH || e == EBADF || e == EPERM)
+        log_msg(LOG_ERROR, "%s %s: no such %s%s", flag, name, what, hint);
+    else
+        log_msg(LOG_ERROR, "%s %s: cannot look up the %s: %s%s", flag, name, what, strerror(e), hint);
+}
+
 static int lookup_group(const char *name, gid_t *gid)
 {
     errno = 0;
@@ -59,9 +72,10 @@ int privileges_resolve(struct privileges *p)
             return -1;
         }
         if (cfg.user != NULL) {
+            errno = 0;
             struct passwd *pw = getpwnam(cfg.user);
             if (pw == NULL) {
-                log_msg(LOG_ERROR, "--user %s: no such user", cfg.user);
+                log_not_found("--user", cfg.user, "user", "");
                 return -1;
             }
             if (pw->pw_uid != geteuid()) {
@@ -72,7 +86,7 @@ int privileges_resolve(struct privileges *p)
         if (cfg.group != NULL) {
             gid_t g;
             if (lookup_group(cfg.group, &g) < 0) {
-                log_msg(LOG_ERROR, "--group %s: no such group", cfg.group);
+                log_not_found("--group", cfg.group, "group", "");
                 return -1;
             }
             if (g != getegid()) {
@@ -84,11 +98,12 @@ int privileges_resolve(struct privileges *p)
     }
 
     const char *user = cfg.user != NULL ? cfg.user : "nobody";
+    errno = 0;
     struct passwd *pw = getpwnam(user);
     if (pw == NULL) {
-        log_msg(LOG_ERROR, "--user %s: no such user%s", user,
-                cfg.user == NULL ? " (started as root, cowd runs its workers as nobody; "
-                                   "give --user)" : "");
+        log_not_found("--user", user, "user",
+                      cfg.user == NULL ? " (started as root, cowd runs its workers as nobody; "
+                                         "give --user)" : "");
         return -1;
     }
     p->uid = pw->pw_uid;
@@ -105,7 +120,7 @@ int privileges_resolve(struct privileges *p)
     }
     if (group != NULL) {
         if (lookup_group(group, &p->gid) < 0) {
-            log_msg(LOG_ERROR, "--group %s: no such group", group);
+            log_not_found("--group", group, "group", "");
             return -1;
         }
         p->group = group;

@@ -548,6 +548,24 @@ class Server:
                 pass
         return uids
 
+    def stop_checked(self):
+        """Stops the server as kill() does (SIGTERM first); None if it
+        stopped cleanly, else why not: a sanitizer report in its stderr
+        (LeakSanitizer's comes at exit), or an exit status other than 0
+        on SIGTERM."""
+        if self.proc is None:
+            return None
+        proc, was_running = self.proc, self.proc.poll() is None
+        self.kill()
+        log = self.stderr()
+        for mark in SANITIZER_MARKS:
+            if mark in log:
+                i = log.index(mark)
+                return "sanitizer report: " + log[max(0, i - 200):i + 1500]
+        if was_running and proc.returncode not in (0, -signal.SIGKILL):
+            return "exit status %s on SIGTERM; stderr: %s" % (proc.returncode, log[-1500:])
+        return None
+
     def kill(self):
         if self.proc is None:
             return
@@ -680,6 +698,11 @@ def run(argv):
                     raise TestSkip("this build has no %s" % ", ".join(missing))
                 if srv is None or srv.health():
                     if srv is not None:
+                        # it served the tests before this one, and has gone
+                        # wrong since (a timeout's work after their checks)
+                        failures.append("server %s, shared by earlier tests, before %s: %s"
+                                        % (" ".join(args) or "(default flags)", name, srv.health()))
+                        print("FAIL " + failures[-1])
                         srv.kill()
                     rd = os.path.join(SRCDIR, "conf", "www") if demo else None
                     srv = Server(root, args, rd)
@@ -692,8 +715,7 @@ def run(argv):
                 print("PASS %s (%.2fs)" % (name, time.time() - t0))
                 passed += 1
             except TestSkip as e:
-                print("PASS %s (skipped: %s)" % (name, e))
-                passed += 1
+                print("SKIP %s: %s" % (name, e))
                 skipped += 1
             except TestFailure as e:
                 failures.append("%s: %s" % (name, e))
@@ -702,14 +724,22 @@ def run(argv):
                 failures.append("%s: %s: %s%s" % (name, type(e).__name__, e, unexpected_detail(e, srv)))
                 print("FAIL " + failures[-1])
             sys.stdout.flush()
-            # a server that died is reported by the test that killed it, then replaced
+            # a server that died is reported by the test that killed it (or,
+            # if that one passed or was skipped, here), then replaced
             srv = servers.get(key)
-            if srv is not None and srv.health():
+            why = srv.health() if srv is not None else None
+            if why:
+                if not failures or not failures[-1].startswith(name + ":"):
+                    failures.append("%s: server unhealthy after the test: %s" % (name, why))
+                    print("FAIL " + failures[-1])
                 srv.kill()
                 del servers[key]
     finally:
-        for srv in servers.values():
-            srv.kill()
+        for (args, demo), srv in servers.items():
+            why = srv.stop_checked()
+            if why:
+                failures.append("server %s, at the end of the run: %s" % (" ".join(args) or "(default flags)", why))
+                print("FAIL " + failures[-1])
         root.cleanup()
     for f in failures:
         print("# failed: " + f[:500])
@@ -726,13 +756,17 @@ FAULT_SHIM_C = r"""
  * FAULT_SETGROUPS_FILE exists, setgroups() takes FAULT_SETGROUPS_SLEEP
  * seconds, then fails with EPERM (a worker slow to start, then failing);
  * the first FAULT_ACCEPT_FAILS accept4() calls of a process fail with errno
- * FAULT_ACCEPT_ERRNO (a connection's pending network error). */
+ * FAULT_ACCEPT_ERRNO (a connection's pending network error); getpwnam() and
+ * getgrnam() of the name FAULT_LOOKUP_NAME fail with errno FAULT_LOOKUP_ERRNO
+ * (a directory service down). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -834,6 +868,32 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
         return -1;
     }
     return real(fd, addr, len, flags);
+}
+
+static int lookup_fails(const char *name)
+{
+    const char *n = getenv("FAULT_LOOKUP_NAME");
+    return n != NULL && strcmp(name, n) == 0;
+}
+
+struct passwd *getpwnam(const char *name)
+{
+    struct passwd *(*real)(const char *) = (struct passwd *(*)(const char *))dlsym(RTLD_NEXT, "getpwnam");
+    if (lookup_fails(name)) {
+        errno = env_int("FAULT_LOOKUP_ERRNO");
+        return NULL;
+    }
+    return real(name);
+}
+
+struct group *getgrnam(const char *name)
+{
+    struct group *(*real)(const char *) = (struct group *(*)(const char *))dlsym(RTLD_NEXT, "getgrnam");
+    if (lookup_fails(name)) {
+        errno = env_int("FAULT_LOOKUP_ERRNO");
+        return NULL;
+    }
+    return real(name);
 }
 """
 

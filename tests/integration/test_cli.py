@@ -1,5 +1,6 @@
 """The command line: --help, --version, bad flags and values (one clear
 line, non-zero exit), IPv4 and IPv6 listen addresses, several listeners."""
+import errno
 import os
 import platform
 import re
@@ -11,7 +12,7 @@ import tempfile
 import time
 
 from cowdtest import (COWD, OPTIONAL_FLAGS, SRCDIR, Server, TestFailure, TestSkip, build_has, check,
-                      eq, free_port, read_to_eof, test)
+                      eq, free_port, preloaded_faults, read_to_eof, test)
 
 
 def run_cowd(*args):
@@ -213,6 +214,20 @@ def _(srv):
                            capture_output=True, text=True, timeout=10, preexec_fn=as_nobody)
         eq(p.returncode, 1, "%s %s: exit status" % (flag, name))
         check("%s %s: %s" % (flag, name, want) in p.stderr, "%s %s: %r" % (flag, name, p.stderr[-300:]))
+
+
+# A user or group lookup that failed (a directory service down) was
+# reported as "no such user": getpwnam/getgrnam give NULL for both, errno
+# tells them apart.
+@test("cli: a --user or --group lookup that fails says why, not that there is no such user")
+def _(srv):
+    for flag, name, what in (("--user", "cowd-u", "user"), ("--group", "cowd-g", "group")):
+        want = "%s %s: cannot look up the %s: Input/output error" % (flag, name, what)
+        with preloaded_faults(srv.root.tmp, FAULT_LOOKUP_NAME=name, FAULT_LOOKUP_ERRNO=str(errno.EIO)):
+            p = subprocess.run([COWD, "--listen", "127.0.0.1:%d" % free_port(), "--root", "/", flag, name],
+                               capture_output=True, text=True, timeout=10)
+        eq(p.returncode, 1, "%s: exit status" % flag)
+        check(want in p.stderr, "%s: %r" % (flag, p.stderr[-300:]))
 
 
 # getopt's '?' was reported as "unknown option" naming argv[optind - 1]: in a

@@ -176,14 +176,12 @@ def _(srv):
         smuggled = b"GET /n7.txt HTTP/1.1\r\nHost: a\r\n\r\n"
         c.send(request("POST", "/hello.txt", ["Content-Length: %d" % len(smuggled)], body=smuggled)
                + request("GET", "/n8.txt"))
-        r = c.response("POST")
-        eq(r.status_line, "HTTP/1.1 405 Method Not Allowed", "POST")
-        try:
-            r = c.response()
-        except Exception:
-            r = None        # closing after the 405 is acceptable
-        if r is not None:
-            eq(r.body, NUMBERED[8], "request after the POST body (the body must not be served)")
+        refused = c.response("POST")
+        eq(refused.status_line, "HTTP/1.1 405 Method Not Allowed", "POST")
+        if refused.get("Connection") == "close":
+            c.expect_closed()       # closing after the 405 is acceptable, if it says so
+        else:
+            eq(c.response().body, NUMBERED[8], "request after the POST body (the body must not be served)")
     srv.assert_alive()
 
 
@@ -304,19 +302,21 @@ def _(srv):
 @test("expect: 100-continue on a request that also says Connection: close is not held back")
 def _(srv):
     # Before: the 100 went out with MSG_MORE (the connection was closing),
-    # and the kernel held it about 200 ms waiting for more.
+    # and the kernel held it about 200 ms waiting for more.  The quickest of
+    # three tries: one slow try is the machine's, a hold is in all three.
+    took = []
     for _ in range(3):
         with srv.conn() as c:
             t0 = time.time()
             c.send(request("GET", "/n1.txt", ["Content-Length: 4", "Expect: 100-continue",
                                               "Connection: close"]))
             r = c.response(interim=True)
-            took = time.time() - t0
+            took.append(time.time() - t0)
             eq(r.status_line, "HTTP/1.1 100 Continue", "interim")
-            check(took < 0.1 * cowdtest.SLOW, "the 100 took %.0f ms" % (took * 1000))
             c.send(b"abcd")
             eq(c.response().body, NUMBERED[1], "final body")
             c.expect_closed()
+    check(min(took) < 0.1 * cowdtest.SLOW, "the 100 took %s ms" % ", ".join("%.0f" % (t * 1000) for t in took))
 
 
 @test("expect: an empty Expect, or one of empty elements only, is as if absent")

@@ -321,12 +321,18 @@ def _(srv):
     base, c = first_reply_after(srv, [])
     c.close()
     for close_how, version in ((["Connection: close"], "HTTP/1.1"), ([], "HTTP/1.0")):
-        took, c = first_reply_after(srv, close_how, version)
-        with c:
-            check(took < base + 0.1,
-                  "the first reply waited %.3fs (%.3fs when the connection stays) for the second "
-                  "request's body (%s)" % (took, base, version))
-            eq(c.response().body, NUMBERED[1], "first")
-            c.send(b"0123456789")
-            eq(c.response().body, NUMBERED[2], "second, after its body")
-            c.expect_closed()
+        # the quickest of up to three tries: a hold (~200 ms) is in every one
+        tries = []
+        for _ in range(3):
+            took, c = first_reply_after(srv, close_how, version)
+            tries.append(took)
+            with c:
+                eq(c.response().body, NUMBERED[1], "first")
+                c.send(b"0123456789")
+                eq(c.response().body, NUMBERED[2], "second, after its body")
+                c.expect_closed()
+            if took < base + 0.1:
+                break
+        check(min(tries) < base + 0.1,
+              "the first reply waited %s s (%.3fs when the connection stays) for the second "
+              "request's body (%s)" % (", ".join("%.3f" % t for t in tries), base, version))

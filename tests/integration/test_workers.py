@@ -99,7 +99,9 @@ def stop_wait(srv, timeout=15):
 
 
 def finish(srv):
-    """Kill everything that is left (master and workers) after a test."""
+    """Kill everything that is left (master and workers) after a test, then
+    fail it if a sanitizer reported anything, in stderr or the error log
+    (these servers are the test's own: the runner never looks at them)."""
     if srv.proc is not None:
         pids = children(srv.proc.pid)
         srv.kill()
@@ -108,6 +110,14 @@ def finish(srv):
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
+    logs = [("stderr", srv.stderr())]
+    if hasattr(srv, "err_log"):
+        logs.append(("error log", error_log(srv)))
+    for where, log in logs:
+        for mark in cowdtest.SANITIZER_MARKS:
+            if mark in log:
+                i = log.index(mark)
+                raise TestFailure("sanitizer report in the server's %s: %s" % (where, log[max(0, i - 200):i + 1500]))
 
 
 def first_get(p, port):

@@ -215,6 +215,8 @@ START_TEST(stop_during_an_unpark_waiting_for_a_message)
     if (n_served == 1) {
         ck_assert_int_eq(served_fd[0], a[0]);
         ck_assert_int_ne(fcntl(a[0], F_GETFD), -1);
+    } else {
+        ck_assert_int_eq(fcntl(a[0], F_GETFD), -1);
     }
     ck_assert_int_eq(fcntl(b[0], F_GETFD), -1);
     /* the lot is consistent: parking again and stopping again terminate */
