@@ -555,14 +555,18 @@ class Server:
         on SIGTERM."""
         if self.proc is None:
             return None
-        proc, was_running = self.proc, self.proc.poll() is None
+        why = self.health()         # a worker died, or the master, since the last look
+        if why:
+            self.kill()
+            return why
+        proc = self.proc
         self.kill()
         log = self.stderr()
         for mark in SANITIZER_MARKS:
             if mark in log:
                 i = log.index(mark)
                 return "sanitizer report: " + log[max(0, i - 200):i + 1500]
-        if was_running and proc.returncode not in (0, -signal.SIGKILL):
+        if proc.returncode not in (0, -signal.SIGKILL):
             return "exit status %s on SIGTERM; stderr: %s" % (proc.returncode, log[-1500:])
         return None
 
@@ -696,12 +700,13 @@ def run(argv):
                 missing = [f for f in needs if not build_has(f)]
                 if missing:
                     raise TestSkip("this build has no %s" % ", ".join(missing))
-                if srv is None or srv.health():
+                why = srv.health() if srv is not None else None
+                if srv is None or why:
                     if srv is not None:
                         # it served the tests before this one, and has gone
                         # wrong since (a timeout's work after their checks)
                         failures.append("server %s, shared by earlier tests, before %s: %s"
-                                        % (" ".join(args) or "(default flags)", name, srv.health()))
+                                        % (" ".join(args) or "(default flags)", name, why))
                         print("FAIL " + failures[-1])
                         srv.kill()
                     rd = os.path.join(SRCDIR, "conf", "www") if demo else None
