@@ -613,11 +613,18 @@ int http_next_field(const struct http_request *req, const char *name, size_t *cu
  * length, and so does a target that ended well within the limit (the line goes on where its
  * version should have ended it).
  * Decided from bytes within the limit only, so the verdict does not depend on splits. */
-static int overlong_line_status(const char *line, size_t n, struct http_request *req)
+/* Bytes of line (n long) that can be a method: the token it starts with. */
+static size_t token_length(const char *line, size_t n)
 {
     size_t i = 0;
     while (i < n && is_tchar((unsigned char)line[i]))
         i++;
+    return i;
+}
+
+static int overlong_line_status(const char *line, size_t n, struct http_request *req)
+{
+    size_t i = token_length(line, n);
     if (i == n)
         return 501;
     if (i == 0 || line[i] != ' ')
@@ -634,9 +641,7 @@ static int overlong_line_status(const char *line, size_t n, struct http_request 
  * without a body. */
 static void note_method(const char *line, size_t n, struct http_request *req)
 {
-    size_t i = 0;
-    while (i < n && is_tchar((unsigned char)line[i]))
-        i++;
+    size_t i = token_length(line, n);
     if (i > 0 && i < n && line[i] == ' ')
         req->method = method_lookup(line, i);
 }
