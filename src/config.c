@@ -158,7 +158,7 @@ void config_usage(FILE *out)
 "      --body-timeout SEC       time allowed without progress reading a body (default 30)\n"
 "      --send-timeout SEC       time allowed without progress sending (default 60)\n"
 "      --max-uri BYTES          longest request line, else 414 (default 8192;\n"
-"                               kept below --max-header-size)\n"
+"                               kept 66 bytes below --max-header-size)\n"
 "      --max-header-size BYTES  largest request head, else 431 (default 16k)\n"
 "      --max-headers N          most header fields, else 431 (default 100)\n"
 "      --max-ranges N           most ranges honoured in one Range header (default 16)\n"
