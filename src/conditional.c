@@ -166,8 +166,13 @@ int cond_if_range_ok(const struct http_request *req, const struct cond_resource 
             return 0;
         return etags_match(&mine, &theirs, 0); /* strong comparison: a weak tag never matches */
     }
-    /* A date matches only if exactly equal to Last-Modified (RFC 9110 §13.1.5); like nginx we do
-     * not additionally require the date to be "strong" (mtime at least 1 s before Date). */
+    /* A date matches only if exactly equal to Last-Modified and strong (RFC 9110 §13.1.5,
+     * §8.8.2.2): at least a second before the Date it went out with.  Ours went out no
+     * earlier than the change, and a file changed again within the second of a Date would
+     * keep its Last-Modified: a resumed download would splice two versions.  So not in the
+     * second the file changed (nginx takes any equal date).  The Date a client got its date
+     * with is not known here: one that kept a weak date (sent in the second of the change,
+     * which RFC 9110 §13.1.5 forbids it to use) and comes back later still matches. */
     time_t t;
-    return http_date_parse_at(s, n, res->now, &t) == 0 && t == res->mtime;
+    return http_date_parse_at(s, n, res->now, &t) == 0 && t == res->mtime && res->mtime < res->now;
 }

@@ -25,7 +25,8 @@ struct cond_resource {
 int cond_evaluate(const struct http_request *req, const struct cond_resource *res);
 
 /* If-Range: true if the Range header should be honoured: If-Range absent, or strong ETag match, or
- * HTTP-date exactly equal to mtime. A weak etag in If-Range never matches; nor does anything unparsable,
+ * HTTP-date exactly equal to mtime with mtime before now's second (a Last-Modified within the
+ * second of Date is weak, RFC 9110 §8.8.2.2). A weak etag in If-Range never matches; nor does anything unparsable,
  * nor an If-Range sent on several lines. */
 int cond_if_range_ok(const struct http_request *req, const struct cond_resource *res);
 

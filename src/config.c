@@ -302,6 +302,7 @@ static int bad_option(const char *arg)
 int config_parse(int argc, char **argv)
 {
     int c, idx;
+    int said_daemon = 0, said_foreground = 0;
 
     config_defaults();
     opterr = 0;
@@ -365,7 +366,7 @@ int config_parse(int argc, char **argv)
             break;
         case OPT_THREADS: NUM(threads, 1, 100000, 0); break;
         case OPT_STACK: NUM(stack_size, 16 * 1024, 16 * 1024 * 1024, 1); break;
-        case OPT_FOREGROUND: cfg.foreground = 1; break;
+        case OPT_FOREGROUND: cfg.foreground = 1; said_foreground = 1; break;
         case OPT_KA_REQ: NUM(max_keepalive_requests, 1, 100000000, 0); break;
         case OPT_KA_TIMEOUT: NUM(keepalive_timeout, 1, 86400, 0); break;
         case OPT_HDR_TIMEOUT: NUM(header_timeout, 1, 86400, 0); break;
@@ -408,7 +409,7 @@ int config_parse(int argc, char **argv)
         case OPT_LOG_FORMAT:
             return not_built(options[idx].name, "access log", "--disable-access-log");
 #endif
-        case OPT_DAEMON: cfg.foreground = 0; break;
+        case OPT_DAEMON: cfg.foreground = 0; said_daemon = 1; break;
         case OPT_PID_FILE: cfg.pid_file = optarg; break;
         case OPT_USER: cfg.user = optarg; break;
         case OPT_GROUP: cfg.group = optarg; break;
@@ -430,6 +431,13 @@ int config_parse(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "cowd: unexpected argument '%s' (see cowd --help)\n", argv[optind]);
+        return -1;
+    }
+    if (said_daemon && said_foreground) {
+        /* one of them from a wrapper's $OPTS, most likely: whichever came
+         * last would win in silence, and a supervisor expecting the other
+         * loses the server */
+        fprintf(stderr, "cowd: --daemon and --foreground contradict each other: give one\n");
         return -1;
     }
     if (!cfg.foreground && cfg.error_log == NULL) {

@@ -26,6 +26,7 @@
 /* Bytes of file body read from disk per chunk; also the directory listing
  * buffer.  Bodies larger than this go out with sendfile. */
 #define CONN_SCRATCH_SIZE (64 * 1024)
+#define CONN_BODY_RUN (256 * 1024)   /* body bytes taken in a row before the others run */
 #define CONN_OUT_SIZE 8192
 
 int conn_stopping;
@@ -198,12 +199,24 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
     io_deadline(&deadline, cfg.body_timeout);
     for (;;) {
         ssize_t n = recv(c->fd, c->scratch, len, flags | MSG_DONTWAIT);
-        if (n >= 0)
+        if (n >= 0) {
+            /* A client that sends as fast as we read never makes us wait,
+             * and the others would wait for its whole body (megabytes of
+             * chunk framing to decode): let them run every so often, as a
+             * long sendfile does. */
+            if (!(flags & MSG_PEEK))
+                c->body_run += (size_t)n;
+            if (c->body_run >= CONN_BODY_RUN) {
+                c->body_run = 0;
+                pth_yield(NULL);
+            }
             return n;
+        }
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
+        c->body_run = 0;
         io_drained(c->fd, 0);
         io_ack_now(c->fd);          /* the body's rest may wait for it: see io.h */
         if (buff_flush_now(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
@@ -278,16 +291,23 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
 }
 
 /* Reads and drops what the client still sends after our half-close, until
- * it closes too, for at most 2 s and 256 KiB. */
+ * it closes too, for at most 2 s.  Bounded by time, not bytes: a client
+ * whose upload we refused (405, 413) is still sending it, and a close with
+ * its bytes unread would send a reset that may destroy our answer before it
+ * is read (RFC 9112 §9.6); a fast one must not keep the others waiting. */
 static void drain_until_eof(struct conn *c, size_t drained)
 {
     struct timeval deadline;
     io_deadline(&deadline, 2);
-    while (drained < 256 * 1024) {
+    for (;;) {
         ssize_t n = io_read(&c->waiter, c->fd, c->scratch, c->scratch_cap, &deadline);
         if (n <= 0)
             break;
         drained += (size_t)n;
+        if (drained >= CONN_BODY_RUN) {
+            drained = 0;
+            pth_yield(NULL);
+        }
     }
 }
 
@@ -418,6 +438,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->linger = 0;
     c->close_at_once = 0;
     c->handed_over = 1;
+    c->body_run = 0;
     io_send_stall_reset(&c->waiter);
     buff_attach(&c->out, fd);
     if (resumed && dc->idle.held_cr)

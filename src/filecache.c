@@ -245,10 +245,15 @@ void filecache_sweep(time_t now)
 
 size_t filecache_make_etag(char out[64], const struct stat *st)
 {
-    /* strong: size and modification time to the nanosecond, like lighttpd
-     * (nginx uses mtime-size with one-second resolution) */
-    int n = snprintf(out, 64, "\"%llx.%lx-%llx\"", (unsigned long long)st->st_mtim.tv_sec,
-                     (unsigned long)st->st_mtim.tv_nsec, (unsigned long long)st->st_size);
+    /* strong: inode, modification time to the nanosecond and size, like
+     * lighttpd (nginx uses mtime-size to the second).  The inode tells a file
+     * replaced by another of the same size and mtime (a reproducible build's
+     * SOURCE_DATE_EPOCH, tar's whole seconds): a strong tag must change with
+     * the content (RFC 9110 §8.8.1).  Hosts serving copies of a file give it
+     * different tags: their caches revalidate with a full reply, not 304. */
+    int n = snprintf(out, 64, "\"%llx-%llx.%lx-%llx\"", (unsigned long long)st->st_ino,
+                     (unsigned long long)st->st_mtim.tv_sec, (unsigned long)st->st_mtim.tv_nsec,
+                     (unsigned long long)st->st_size);
     return n > 0 && n < 64 ? (size_t)n : 0;
 }
 

@@ -143,7 +143,7 @@ int listing_open(int dir_fd)
     return openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-void listing_send(struct conn *c, const struct http_request *req, int read_fd, int dir_fd,
+void listing_send(struct conn *c, const struct http_request *req, int read_fd,
                   const char *dir_path)
 {
     struct entry *entries = NULL;
@@ -168,6 +168,15 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd, i
             pth_yield(NULL);        /* a huge directory must not stall the other connections */
         if (de->d_name[0] == '.' || !servable_name(de->d_name))
             continue;               /* "." "..", and hidden files, as nginx autoindex */
+        /* a symbolic link is looked at as a request for it would open it:
+         * one out of the root (or leading nowhere) is left out, before the
+         * first --listing-max are chosen, and whether it names a directory
+         * out there is not told */
+        int link_kind = -2;
+#ifdef DT_LNK
+        if (de->d_type == DT_LNK && (link_kind = static_file_entry_kind(dir_path, de->d_name)) < 0)
+            continue;
+#endif
         if (n == cfg.listing_max) {
             /* full: the new name replaces the greatest kept, if smaller */
             more++;
@@ -178,7 +187,7 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd, i
                 goto out;
             free(entries[0].name);
             entries[0].name = name;
-            entries[0].is_dir = -1;
+            entries[0].is_dir = link_kind >= 0 ? link_kind : -1;
             sift_down(entries, n, 0);
             continue;
         }
@@ -198,8 +207,8 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd, i
         /* the type from the directory itself where the file system gives it:
          * no stat per entry */
 #ifdef DT_DIR
-        entries[n].is_dir = de->d_type == DT_DIR ? 1
-                            : de->d_type == DT_UNKNOWN || de->d_type == DT_LNK ? -1 : 0;
+        entries[n].is_dir = link_kind >= 0 ? link_kind
+                            : de->d_type == DT_DIR ? 1 : de->d_type == DT_UNKNOWN ? -1 : 0;
 #else
         entries[n].is_dir = -1;
 #endif
@@ -209,14 +218,24 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd, i
     if (errno != 0)
         goto out;
     qsort(entries, n, sizeof *entries, by_name);
+    /* the file system gave no type (DT_UNKNOWN): looked at now, only the
+     * names kept, as a request would open them (those it could not serve
+     * are left out here, after the first --listing-max were chosen) */
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         if (entries[i].is_dir < 0) {
-            struct stat st;
-            entries[i].is_dir = fstatat(dir_fd, entries[i].name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+            int kind = static_file_entry_kind(dir_path, entries[i].name);
             if (i % 256 == 255)
                 pth_yield(NULL);
+            if (kind < 0) {
+                free(entries[i].name);
+                continue;
+            }
+            entries[i].is_dir = kind;
         }
+        entries[kept++] = entries[i];
     }
+    n = kept;
     ok = 1;
 
     struct page count = { NULL, 0 };

@@ -15,10 +15,10 @@
  * be sent (RFC 9110 §13.2.1). */
 int listing_open(int dir_fd);
 
-/* Answers with a sorted HTML listing of the directory open as dir_fd, read
- * through read_fd (from listing_open; closed here), whose decoded path (from
- * the root, no trailing slash except "/") is dir_path. */
-void listing_send(struct conn *c, const struct http_request *req, int read_fd, int dir_fd,
+/* Answers with a sorted HTML listing of the directory read through read_fd
+ * (from listing_open; closed here), whose decoded path (from the root, no
+ * trailing slash except "/") is dir_path. */
+void listing_send(struct conn *c, const struct http_request *req, int read_fd,
                   const char *dir_path);
 
 #endif

@@ -21,6 +21,66 @@ static enum log_level echo_max = LOG_WARN;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
+/* /dev/stdout or /dev/stderr when that stream is a socket (systemd's
+ * journal, say), which Linux will not open by name (ENXIO): the stream
+ * itself, duplicated; -1 for any other path. */
+static int standard_stream(const char *path)
+{
+    int stream = strcmp(path, "/dev/stdout") == 0 || strcmp(path, "/dev/fd/1") == 0 ? 1
+               : strcmp(path, "/dev/stderr") == 0 || strcmp(path, "/dev/fd/2") == 0 ? 2 : -1;
+    if (stream < 0) {
+        errno = ENXIO;
+        return -1;
+    }
+    return fcntl(stream, F_DUPFD_CLOEXEC, 3);
+}
+
+/* At start: the administrator's path, as it is.  But as root, not a
+ * symbolic link another user made, nor a file with other names: either may
+ * point the log at any file (nginx's CVE-2016-1247 needs only a log
+ * directory the workers' user may write), which root would create or
+ * append to.  The link is refused before it is opened (the open would
+ * create what it names, or hang on a FIFO), and a path that was no link is
+ * opened without following one and must still be the file looked at. */
+static int open_at_start(const char *path, int flags, int *linked)
+{
+    struct stat named, st;
+    int seen = lstat(path, &named) == 0;
+    int is_link = seen && S_ISLNK(named.st_mode);
+    int as_root = geteuid() == 0;
+    if (as_root && is_link && named.st_uid != 0) {
+        log_msg(LOG_ERROR, "log %s is a symbolic link made by uid %lu, not root: "
+                "refusing to open what it names as root", path, (unsigned long)named.st_uid);
+        errno = EPERM;
+        return -1;
+    }
+    int fd = open(path, flags | (as_root && !is_link ? O_NOFOLLOW : 0), 0640);
+    if (fd < 0 && errno == ENXIO)
+        fd = standard_stream(path);
+    if (fd < 0)
+        return -1;
+    int refused = 0;
+    if (as_root && !is_link) {
+        if (fstat(fd, &st) < 0) {
+            refused = errno;
+        } else if (seen && (st.st_dev != named.st_dev || st.st_ino != named.st_ino)) {
+            log_msg(LOG_ERROR, "log %s was replaced while it was opened", path);
+            refused = EAGAIN;
+        } else if (S_ISREG(st.st_mode) && st.st_nlink != 1) {
+            log_msg(LOG_ERROR, "log %s has %lu names (another may be any file): "
+                    "refusing to append to it as root", path, (unsigned long)st.st_nlink);
+            refused = EMLINK;
+        }
+    }
+    if (refused != 0) {
+        close(fd);
+        errno = refused;
+        return -1;
+    }
+    *linked = is_link;
+    return fd;
+}
+
 /* A path that was a symbolic link when first opened is the administrator's
  * choice and is followed again; one that was not is not followed when
  * reopened, and what it names then must be a regular file with no other
@@ -30,13 +90,8 @@ static const char *const level_names[] = { "error", "warn", "info", "debug" };
 int log_file_open(const char *path, int *linked)
 {
     const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
-    if (*linked < 0) {              /* at start: the administrator's path, as it is */
-        int fd = open(path, flags, 0640);
-        struct stat st;
-        if (fd >= 0)
-            *linked = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
-        return fd;
-    }
+    if (*linked < 0)
+        return open_at_start(path, flags, linked);
     int fd = open(path, flags | O_NONBLOCK | (*linked ? 0 : O_NOFOLLOW), 0640);
     if (fd < 0)
         return -1;

@@ -7,9 +7,11 @@
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 /* Opens a log file to append to.  *linked: -1 at the first open, which sets
- * it (1: path was a symbolic link).  Reopened, a path that was not a link is
- * not followed (ELOOP), and must name a regular file (else ENODEV) with no
- * other links (else EMLINK). */
+ * it (1: path was a symbolic link); as root, that open refuses a symbolic
+ * link not made by root (EPERM) and a file with other names (EMLINK), and
+ * /dev/stdout or /dev/stderr when a socket is the stream itself.  Reopened,
+ * a path that was not a link is not followed (ELOOP), and must name a
+ * regular file (else ENODEV) with no other links (else EMLINK). */
 int  log_file_open(const char *path, int *linked);
 /* Set where messages go (default stderr) and the most verbose level shown. */
 int  log_open(const char *path);

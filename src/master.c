@@ -477,6 +477,12 @@ int master_run(const struct master_setup *ms)
                 kill_at = now_s() + cfg.shutdown_timeout + 5;
                 signal_all(SIGTERM);
                 close_listeners();
+            } else {
+                /* asked again (Ctrl-C twice): the workers cut what is
+                 * left, a second or more after their graceful stop began */
+                log_msg(LOG_INFO, "%s again: asking the workers to stop now",
+                        sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT");
+                signal_all(SIGTERM);
             }
             break;
         case SIGHUP:

@@ -383,6 +383,49 @@ static int open_served(const char *rel, struct stat *st)
     return open_and_stat(rel, read_flags, st);
 }
 
+/* static_file_entry_kind without /proc/self/fd: by name, as
+ * resolved_inside_root checks a request.  Apart, so that its buffers are on
+ * the stack only where it runs. */
+static int entry_kind_by_name(const char *rel)
+{
+    char full[PATH_MAX * 2], resolved[PATH_MAX];
+    struct stat st;
+    int n = snprintf(full, sizeof full, "%s/%s", root_real, rel);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return 0;
+    if (realpath(full, resolved) == NULL)
+        return errno == ENOENT || errno == ELOOP ? -1 : 0;
+    if (!cfg.symlinks_outside && !path_inside_root(resolved))
+        return -1;
+    return stat(resolved, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int static_file_entry_kind(const char *dir_path, const char *name)
+{
+    /* one name at a time and no yield before it is used: a static buffer
+     * keeps PATH_MAX off the handler's stack, which the listing and the
+     * open beneath the root already use much of */
+    static char rel[PATH_MAX];
+    const char *dir = dir_path[0] == '/' ? dir_path + 1 : dir_path;
+    int n = snprintf(rel, sizeof rel, "%s%s%s", dir, dir[0] != '\0' ? "/" : "", name);
+    if (n < 0 || (size_t)n >= sizeof rel)
+        return 0;
+#ifdef HAVE_REOPEN_BY_FD
+    if (proc_fd_dir >= 0) {
+        /* opened as a request for it would be, O_PATH: nothing is read */
+        struct stat st;
+        int fd = open_and_stat(rel, O_PATH | O_CLOEXEC, &st);
+        if (fd == OPEN_SPECIAL)
+            return 0;
+        if (fd < 0)     /* out of the root, or nothing there (a request would get 403 or 404) */
+            return errno == EXDEV || errno == ENOENT || errno == ELOOP ? -1 : 0;
+        close(fd);
+        return S_ISDIR(st.st_mode);
+    }
+#endif
+    return entry_kind_by_name(rel);
+}
+
 int status_for_errno(int e)
 {
     switch (e) {
@@ -523,7 +566,7 @@ static void send_listing(struct conn *c, const struct http_request *req, int dir
     } else if (cond == 412) {
         response_error(c, req, 412, NULL, NULL);
     } else {
-        listing_send(c, req, read_fd, dir_fd, path);
+        listing_send(c, req, read_fd, path);
     }
 }
 #endif

@@ -26,5 +26,11 @@ void static_file_serve(struct conn *c, const struct http_request *req);
  * 404 (no such name), 503 (out of descriptors or memory), 500 (I/O error),
  * else 403. */
 int status_for_errno(int e);
+/* For a listing's symbolic links: what a request for name, in the directory
+ * at decoded path dir_path ("/" or "/a/b"), would find: 1 a directory, 0
+ * anything else, -1 nothing it could serve: a link out of the root (unless
+ * --symlinks-outside-root), whose type would tell about a file outside, or
+ * one that leads nowhere.  The listing leaves those out. */
+int static_file_entry_kind(const char *dir_path, const char *name);
 
 #endif

@@ -105,11 +105,27 @@ static void *cache_sweep_main(void *arg)
     return NULL;
 }
 
+static struct timeval stop_time;     /* when the graceful stop began */
+
 static void stop(const char *why)
 {
-    if (stop_started)
+    if (stop_started) {
+        /* A stop signal again, a second or more after the first (one Ctrl-C
+         * reaches the workers twice at once: from the terminal and through
+         * the master): whoever sent it will not wait for --shutdown-timeout.
+         * The log's buffer goes out, the connections are cut. */
+        struct timeval now;
+        gettimeofday(&now, NULL);
+        if (now.tv_sec - stop_time.tv_sec >= 2 ||
+            (now.tv_sec - stop_time.tv_sec == 1 && now.tv_usec >= stop_time.tv_usec)) {
+            log_msg(LOG_WARN, "worker: %s again while stopping: exiting now, cutting %u connections",
+                    why, busy());
+            worker_exit();
+        }
         return;
+    }
     stop_started = 1;
+    gettimeofday(&stop_time, NULL);
     struct depot_stats st;
     depot_get_stats(depot, &st);
     log_msg(LOG_INFO, "worker stopping (%s): %u connections in progress", why,

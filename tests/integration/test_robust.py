@@ -231,6 +231,82 @@ def _(srv):
             raise TestFailure("the server reset the connection instead of draining the body: %s" % e)
 
 
+# The close after a refused upload drained 256 KiB at most: a client still
+# sending a larger body (no Expect: 100-continue) got a reset, which may
+# destroy the 405 or 413 before the client reads it (RFC 9112 §9.6).
+@test("robust: a refused 4 MB upload gets its 405 or 413 whole and a FIN, not a reset")
+def _(srv):
+    body = b"x" * (4 * 1024 * 1024)
+    for method, status in (("POST", 405), ("GET", 413)):
+        with srv.conn(timeout=20 * SLOW) as a:
+            failed = []
+
+            def upload():
+                try:
+                    a.sock.sendall(b"%s /hello.txt HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n"
+                                   % (method.encode(), len(body)) + body)
+                except OSError as e:
+                    failed.append(e)
+            t = threading.Thread(target=upload, daemon=True)
+            t.start()
+            t.join(20 * SLOW)
+            check(not t.is_alive(), "%s: the upload did not finish" % method)
+            check(not failed, "%s: the upload was cut: %s" % (method, failed))
+            try:
+                r = a.response()
+                a.sock.shutdown(socket.SHUT_WR)
+                tail = a.read_to_eof()
+            except Exception as e:      # noqa: BLE001 -- a reset, or a close before the response
+                raise TestFailure("%s: the %d was lost (a reset?): %r" % (method, status, e))
+            eq(r.status, status, "%s: status" % method)
+            eq(r.get("Connection"), "close", "%s: Connection" % method)
+            eq(tail, b"", "%s: bytes after the response" % method)
+    srv.assert_alive()
+
+
+# A body to discard was read for as long as the client kept bytes coming,
+# without letting the worker's other connections run: a fast client sending
+# a chunked body of one-byte chunks (megabytes of framing to decode) held
+# every other request of the worker until its body was done.
+@test("robust: a fast client's discarded body does not hold up the worker's other connections",
+      args=["--max-body-discard", "8m"])
+def _(srv):
+    chunks = (1 if SLOW > 1 else 4) * 1024 * 1024
+    body = b"0000000000000001\r\nX\r\n" * chunks + b"0\r\n\r\n"
+    a = srv.conn(timeout=120 * SLOW)
+    took = []
+
+    def upload():
+        t0 = time.time()
+        try:
+            a.sock.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+            took.append((time.time() - t0, a.response().status))
+        except Exception as e:      # noqa: BLE001 -- reported below
+            took.append((time.time() - t0, repr(e)))
+    with srv.conn() as b:
+        b.send(request("GET", "/hello.txt"))
+        eq(b.response().body, HELLO, "the other client, before")
+        t = threading.Thread(target=upload, daemon=True)
+        t.start()
+        time.sleep(0.05)
+        worst, served = 0.0, 0
+        while t.is_alive():
+            t0 = time.time()
+            b.send(request("GET", "/hello.txt"))
+            eq(b.response().body, HELLO, "the other client, during")
+            worst = max(worst, time.time() - t0)
+            served += 1
+        t.join()
+    a.close()
+    eq(took[0][1], 200, "the chunked GET")
+    limit = max(0.1 * SLOW, took[0][0] / 4)
+    check(worst < limit, "the other client waited %.2f s (%d requests) while the %d-chunk body took %.2f s"
+          % (worst, served, chunks, took[0][0]))
+    srv.assert_alive()
+    if took[0][0] < 2 * limit:
+        raise TestSkip("the body took %.2f s: too quick here to tell a stall" % took[0][0])
+
+
 @test("robust: a 400 after a discarded body reaches a client whose next request came with the body's end")
 def _(srv):
     # The body is read exactly, so the next request stays in the kernel; a

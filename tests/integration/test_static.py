@@ -300,6 +300,29 @@ def _(srv):
     check(r.get("ETag") != et1, "ETag changed")
 
 
+# The ETag was size and modification time only: a file replaced by another of
+# the same size and mtime to the nanosecond (a reproducible build, tar's whole
+# seconds) kept its tag, so If-None-Match got 304 and the old content stayed
+# in caches (RFC 9110 §8.8.1: a strong tag changes with the content).
+@test("cond: a file replaced by one of the same size and mtime gets a new ETag", ["--cache-validate", "0"])
+def _(srv):
+    path = os.path.join(srv.root.path, "replaced.txt")
+    stamp = (1700000000 * 10**9, 1700000000 * 10**9)
+    srv.root.write("replaced.txt", b"AAAA\n")
+    os.utime(path, ns=stamp)
+    et1, lm1 = validators(srv, "/replaced.txt")
+    tmp = path + ".new"
+    with open(tmp, "wb") as f:
+        f.write(b"BBBB\n")
+    os.utime(tmp, ns=stamp)
+    os.rename(tmp, path)
+    r = srv.get("/replaced.txt", ["If-None-Match: " + et1])
+    eq(r.status_line, OK, "the old ETag after the replacement")
+    eq(r.body, b"BBBB\n", "the new content")
+    check(r.get("ETag") != et1, "the ETag did not change: %s" % et1)
+    eq(r.get("Last-Modified"), lm1, "Last-Modified (the same time)")
+
+
 @test("cache: a changed file is served within --cache-validate seconds")
 def _(srv):
     srv.root.write("cached.txt", b"first version\n")
@@ -537,6 +560,9 @@ def _(srv):
 
 @test("range: If-Range with a date")
 def _(srv):
+    st = srv.root.stat("data.bin")
+    while time.time() < int(st.st_mtime) + 1.05:
+        time.sleep(0.05)            # a date in the second the file changed is weak (below)
     et, lm = validators(srv, "/data.bin")
     r = rng(srv, "/data.bin", "bytes=0-9", ["If-Range: " + lm])
     eq(r.status_line, PARTIAL, "If-Range = Last-Modified")
@@ -544,6 +570,30 @@ def _(srv):
     r = rng(srv, "/data.bin", "bytes=0-9", ["If-Range: " + http_date(st.st_mtime - 3600)])
     eq(r.status_line, OK, "If-Range older date")
     eq(r.body, DATA, "full body")
+
+
+# An If-Range date equal to Last-Modified matched even when the file changed
+# in the second of the response's Date: such a Last-Modified is weak (RFC 9110
+# §8.8.2.2; a second change in that second keeps it), and If-Range with a weak
+# date must not match (§13.1.5), or a resumed download splices two versions.
+@test("range: If-Range with the Last-Modified of a file changed in the current second is 200 full",
+      ["--cache-validate", "0"])
+def _(srv):
+    for attempt in range(20):
+        name = "fresh%d.bin" % attempt
+        srv.root.write(name, DATA)
+        now = int(time.time())
+        os.utime(os.path.join(srv.root.path, name), (now, now))
+        r = rng(srv, "/" + name, "bytes=0-9", ["If-Range: " + http_date(now)])
+        if r.get("Date") != http_date(now):
+            continue                # the second changed meanwhile: the date is strong now
+        eq(r.get("Last-Modified"), http_date(now), "Last-Modified")
+        eq(r.status_line, OK, "If-Range with a Last-Modified in the second of Date")
+        eq(r.body, DATA, "full body")
+        r = rng(srv, "/" + name, "bytes=0-9", ['If-Range: ' + r.get("ETag")])
+        eq(r.status_line, PARTIAL, "If-Range with its ETag, strong all along")
+        return
+    raise TestFailure("no request answered within the second its file changed in 20 tries")
 
 
 @test("range: more ranges than --max-ranges is 200 full", args=["--max-ranges", "4"])
@@ -666,6 +716,35 @@ def _(srv):
     eq(srv.get("/noindex/sub/").status, 200, "subdirectory listing")
     # directories with an index still serve it
     eq(srv.get("/dir/").body, DIR_INDEX, "index wins over listing")
+
+
+# A listing looked at its symbolic links with a stat that followed them
+# anywhere: one to a directory outside the root was listed as "x/", telling
+# what is there, though a request for it gets 403.
+@test("dir: --listing leaves out symbolic links out of the root, keeps those inside", args=["--listing"])
+def _(srv):
+    d = os.path.join(srv.root.path, "links")
+    os.makedirs(d, exist_ok=True)
+    os.symlink(srv.root.outside, os.path.join(d, "out-dir"))
+    os.symlink("/nonexistent-cowd-target", os.path.join(d, "out-missing"))
+    os.symlink("../noindex", os.path.join(d, "in-dir"))
+    os.symlink("../hello.txt", os.path.join(d, "in-file"))
+    r = srv.get("/links/")
+    eq(r.status_line, OK, "status")
+    hrefs = [h for h, _ in re.findall(r'<a href="([^"]*)">([^<]*)</a>', r.body.decode("utf-8"))]
+    eq(hrefs, ["../", "in-dir/", "in-file"], "entries")
+    eq(srv.get("/links/out-dir/").status, 403, "the link out of the root")
+
+
+@test("dir: --listing with --symlinks-outside-root lists links out of the root",
+      args=["--listing", "--symlinks-outside-root"])
+def _(srv):
+    d = os.path.join(srv.root.path, "links2")
+    os.makedirs(d, exist_ok=True)
+    os.symlink(srv.root.outside, os.path.join(d, "out-dir"))
+    r = srv.get("/links2/")
+    hrefs = [h for h, _ in re.findall(r'<a href="([^"]*)">([^<]*)</a>', r.body.decode("utf-8"))]
+    eq(hrefs, ["../", "out-dir/"], "entries")
 
 
 @test("dir: --listing of a subdirectory links its parent; HEAD has no body", args=["--listing"])

@@ -476,6 +476,37 @@ def _(shared):
         finish(srv)
 
 
+# A second stop signal did nothing: Ctrl-C pressed again during a slow
+# download left the server waiting out --shutdown-timeout (an hour, say), and
+# only SIGKILL, which loses the access log's buffer, stopped it sooner.
+@test("workers: a second SIGTERM a second after the first stops at once, the access log written",
+      needs=["--access-log"])
+def _(shared):
+    access = tempfile.mktemp(prefix="cowd-access-", dir=shared.root.tmp)
+    srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", "600", "--access-log", access])
+    try:
+        workers_of(srv, 1)
+        eq(srv.get("/hello.txt").body, HELLO, "served")     # a line in the worker's buffer
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(request("GET", "/big.bin"))
+        check(s.recv(1000), "the download began")   # then never read: it waits for room
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        eq(srv.proc.poll(), None, "still stopping gracefully after the first SIGTERM")
+        time.sleep(0.8)
+        srv.proc.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        eq(stop_wait(srv, 10 * cowdtest.SLOW), 0, "master exit status")
+        check(time.time() - t0 < 3 * cowdtest.SLOW, "exited %.1f s after the second SIGTERM" % (time.time() - t0))
+        s.close()
+        with open(access, "rb") as f:
+            check(b"GET /hello.txt" in f.read(), "the access log lost the buffered line")
+        check("again while stopping" in error_log(srv), "error log: %r" % error_log(srv)[-500:])
+    finally:
+        finish(srv)
+
+
 def pipelined_stop(shared, sig):
     """A response in progress with the next request pipelined behind it (not
     yet read by the server) when sig arrives: the response must arrive whole.
@@ -1213,7 +1244,7 @@ def _(shared):
 # write (a hard link beforehand, a symbolic or hard link at rotation) made the
 # master give that file away and append log lines to it (nginx's
 # CVE-2016-1247), and a FIFO put there hung the master's reopen for good.
-@test("workers: a log path made a link to another file or a FIFO is neither given to --user nor reopened",
+@test("workers: a log path that is a link to another file or a FIFO is refused at start, not given, not reopened",
       needs=["--access-log"])
 def _(shared):
     need_root()
@@ -1229,21 +1260,38 @@ def _(shared):
             f.write(b"secret\n")
         os.chmod(path, 0o600)
         return path
-    hard = victim("hard")
     access = os.path.join(logdir, "access.log")
-    os.link(hard, access)
     err = os.path.join(logdir, "error.log")
+    # At start, as root: a file with a second name (a hard link made before
+    # the start), or a symbolic link another user made, is refused; the
+    # master once appended its log lines to what it named, as root.
+    hard = victim("hard")
+    os.link(hard, access)
+    sym_start = victim("symstart")
+    os.symlink(sym_start, err)
+    os.lchown(err, nobody, -1)
+    for flag, path, why in (("--access-log", access, "has 2 names"),
+                            ("--error-log", err, "symbolic link made by uid %d" % nobody)):
+        run = subprocess.run([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
+                              "--root", shared.root.path, "--workers", "1", "--user", "nobody", flag, path],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10 * cowdtest.SLOW)
+        eq(run.returncode, 1, "exit status with %s %s" % (flag, why))
+        check(why.encode() in run.stderr and path.encode() in run.stderr,
+              "message for %s %s: %r" % (flag, why, run.stderr[-400:]))
+    for path in (hard, sym_start):
+        eq(os.stat(path).st_uid, 0, "owner of the file a log at start was linked to")
+        with open(path, "rb") as f:
+            eq(f.read(), b"secret\n", "the file a log at start was linked to")
+    os.unlink(access)
+    os.unlink(err)
     port = cowdtest.free_port()
     p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
                           "--workers", "1", "--user", "nobody", "--error-log", err, "--access-log", access],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         eq(first_get(p, port).body, HELLO, "served")
-        eq(os.stat(hard).st_uid, 0, "owner of a file with a second link as the access log")
+        eq(os.stat(access).st_uid, nobody, "owner of the access log, a file of its own")
         eq(os.stat(err).st_uid, nobody, "owner of the error log, a file of its own")
-        with open(err, "rb") as f:
-            logged = f.read().decode("utf-8", "replace")
-        check("cannot give access log %s" % access in logged, "no error for the access log kept: %r" % logged[-500:])
         # rotations, each with something else where the log was: a symbolic
         # link, a hard link (made by root here: Linux's protected_hardlinks
         # stops other users, the BSDs do not), a FIFO
@@ -1365,6 +1413,55 @@ def _(shared):
                        timeout=5)
     check(p.returncode != 0, "accepted")
     check(b"--error-log" in p.stderr, "message: %r" % p.stderr)
+
+
+# --daemon and --foreground together: whichever came last won in silence (a
+# wrapper's $OPTS adding --daemon to a unit's --foreground detached the
+# server from a supervisor expecting it to stay).
+@test("workers: --daemon with --foreground is refused, in either order")
+def _(shared):
+    for flags in (["--daemon", "--foreground"], ["--foreground", "--daemon"]):
+        err = tempfile.mktemp(prefix="cowd-daemon-fg-", dir=shared.root.tmp)
+        p = subprocess.run([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
+                            "--root", shared.root.path, "--error-log", err] + flags,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        eq(p.returncode, 1, "%s: exit status" % " ".join(flags))
+        check(b"--daemon and --foreground" in p.stderr, "%s: message %r" % (" ".join(flags), p.stderr))
+
+
+# --access-log /dev/stdout failed to start when standard output is a socket
+# (systemd's journal): Linux will not open a socket through /proc/self/fd
+# (ENXIO).  It is the stream itself now.
+@test("workers: --access-log /dev/stdout and --error-log /dev/stderr work when they are sockets",
+      needs=["--access-log"])
+def _(shared):
+    port = cowdtest.free_port()
+    out_mine, out_theirs = socket.socketpair()
+    err_mine, err_theirs = socket.socketpair()
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
+                          "--workers", "1", "--access-log", "/dev/stdout", "--error-log", "/dev/stderr"],
+                         stdout=out_theirs, stderr=err_theirs)
+    out_theirs.close()
+    err_theirs.close()
+    try:
+        eq(first_get(p, port).body, HELLO, "served")
+        out_mine.settimeout(5 * cowdtest.SLOW)
+        logged = b""
+        while b"GET /hello.txt" not in logged:
+            d = out_mine.recv(65536)
+            if not d:
+                break
+            logged += d
+        check(b'"GET /hello.txt HTTP/1.1" 200' in logged, "the access log on the socket: %r" % logged[-300:])
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(15), 0, "master exit status")
+        err_mine.settimeout(5)
+        said = cowdtest.read_to_eof(err_mine)     # every writer has exited
+        check(b"master exiting" in said, "the error log on the socket: %r" % said[-300:])
+    finally:
+        kill_all(p)
+        out_mine.close()
+        err_mine.close()
 
 
 @test("workers: with --error-log, start-up errors and warnings reach standard error too, info lines do not")
