@@ -345,6 +345,13 @@ static void checked_close(struct conn *c)
 static void answer_parse_error(struct conn *c, const struct http_request *req, int status,
                                size_t head_len)
 {
+    /* refused before its fields were all parsed (at its request-line: a
+     * method we do not know, HTTP/2.0...): the rest of the head may be here
+     * too, with nothing to frame a body, and then no wait for bytes that
+     * will not come, which would hold this handler and its connection slot
+     * 2 s.  Not for CONNECT: its client may send tunnel bytes at once. */
+    if (head_len == 0 && !req->has_body && req->method != HTTP_CONNECT)
+        head_len = http_unframed_head_length(c->in + c->in_start, c->in_end - c->in_start);
     c->close_after = 1;
     c->linger = head_len == 0 || req->has_body;
     c->in_start += head_len;        /* what follows it, if anything, still asks for a linger */

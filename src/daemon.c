@@ -104,6 +104,39 @@ static long pid_in_file(int fd)
     return pid;
 }
 
+/* Logs that the pid file at path (open as fd) is locked by holder (0: not
+ * known; then what the file says). */
+static void say_held(const char *path, int fd, long holder)
+{
+    if (holder <= 0)
+        holder = pid_in_file(fd);
+    if (holder > 0)
+        log_msg(LOG_ERROR, "pid file %s is held by running process %ld: is another cowd "
+                "using it? Each server needs its own --pid-file", path, holder);
+    else
+        log_msg(LOG_ERROR, "pid file %s is held by another running process: is another "
+                "cowd using it? Each server needs its own --pid-file", path);
+}
+
+int daemon_check_pid_file(const char *path)
+{
+    /* none yet, or one daemon_write_pid_file will say why it cannot take;
+     * only a regular file is opened (opening a FIFO or a device does things) */
+    struct stat named, st;
+    if (lstat(path, &named) < 0 || !S_ISREG(named.st_mode))
+        return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+    int held = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(fd, F_GETLK, &q) == 0 &&
+               q.l_type != F_UNLCK;
+    if (held)
+        say_held(path, fd, (long)q.l_pid);
+    close(fd);
+    return held ? -1 : 0;
+}
+
 static int same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
@@ -165,14 +198,7 @@ int daemon_write_pid_file(const char *path)
                 }
                 holder = (long)q.l_pid;
             }
-            if (holder <= 0)
-                holder = pid_in_file(fd);
-            if (holder > 0)
-                log_msg(LOG_ERROR, "pid file %s is held by running process %ld: is another cowd "
-                        "using it? Each server needs its own --pid-file", path, holder);
-            else
-                log_msg(LOG_ERROR, "pid file %s is held by another running process: is another "
-                        "cowd using it? Each server needs its own --pid-file", path);
+            say_held(path, fd, holder);
             close(fd);
             return -1;
         }

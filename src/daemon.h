@@ -18,6 +18,11 @@ void daemon_close_ready_pipe(void);
  * getpid() to it: 0, or -1 logged, also when another running process holds
  * the lock.  A stale file, whose holder is gone, is taken over. */
 int daemon_write_pid_file(const char *path);
+/* Before the listen sockets are opened: -1 (logged) if path is a pid file
+ * another running process holds, so that a second start of the same server
+ * says so rather than that its address is in use; else 0.  Only a look:
+ * daemon_write_pid_file takes the lock. */
+int daemon_check_pid_file(const char *path);
 /* In a worker: closes its copy of the pid file's descriptor. */
 void daemon_close_pid_file(void);
 /* At the master's exit: unlinks path if it is still the file this process

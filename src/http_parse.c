@@ -61,6 +61,12 @@ static int slice_equals_ci(const char *p, size_t len, const char *lit)
     return 1;
 }
 
+static int starts_with_ci(const char *p, size_t len, const char *lit)
+{
+    size_t n = strlen(lit);
+    return len >= n && slice_equals_ci(p, n, lit);
+}
+
 static void trim_ows(const char **p, size_t *len)
 {
     while (*len > 0 && is_ows((unsigned char)(*p)[0])) {
@@ -755,4 +761,30 @@ enum http_parse_result http_parse_request(const char *buf, size_t len, const str
     }
     *head_len = next;
     return HTTP_PARSE_OK;
+}
+
+size_t http_unframed_head_length(const char *buf, size_t n)
+{
+    size_t pos = 0;
+    int lines = 0;          /* non-empty lines so far: the request-line, then fields */
+    while (pos < n) {
+        const char *lf = memchr(buf + pos, '\n', n - pos);
+        if (lf == NULL)
+            return 0;
+        size_t end = (size_t)(lf - buf), len = end - pos;
+        if (len > 0 && buf[end - 1] == '\r')
+            len--;
+        if (len == 0 && lines > 0)
+            return end + 1;
+        /* past the request-line, a line the parser would not have read as
+         * one field (folded, a bare CR in it) may hide a framing field */
+        if (lines > 0 && (buf[pos] == ' ' || buf[pos] == '\t' || memchr(buf + pos, '\r', len) != NULL ||
+                          starts_with_ci(buf + pos, len, "content-length") ||
+                          starts_with_ci(buf + pos, len, "transfer-encoding")))
+            return 0;
+        if (len > 0)
+            lines++;
+        pos = end + 1;
+    }
+    return 0;
 }

@@ -78,6 +78,13 @@ int http_next_field(const struct http_request *req, const char *name, size_t *cu
 /* Canonical upper-case name, or NULL for HTTP_METHOD_UNKNOWN / out-of-range values. */
 const char *http_method_name(enum http_method);
 
+/* For a head refused before its fields were all parsed (head_len 0 from http_parse_request): the
+ * length of the head that buf's first n bytes hold whole, up to and including its empty line, if
+ * no field line in it is named Content-Length or Transfer-Encoding (any case, whatever follows the
+ * name) and none is folded or holds a bare CR; else 0 (not all in, or a body may follow).  Tells
+ * a client that has sent everything from one still sending. */
+size_t http_unframed_head_length(const char *buf, size_t n);
+
 /* 1 if the connection must be closed after sending an error response with this status. */
 int http_error_must_close(int status);
 

@@ -146,6 +146,10 @@ int main(int argc, char **argv)
     close(dfd);
     if (pid_file_is_a_log())
         return EXIT_FAILURE;
+    /* a second start of a running server: said before its logs are given
+     * away again or its address is found in use */
+    if (cfg.pid_file != NULL && daemon_check_pid_file(cfg.pid_file) < 0)
+        return EXIT_FAILURE;
     struct privileges priv;
     if (privileges_resolve(&priv) < 0)
         return EXIT_FAILURE;

@@ -903,6 +903,22 @@ struct group *getgrnam(const char *name)
 """
 
 
+def strace_worker(srv, out_path, calls):
+    """strace attached to srv's worker, tracing calls, until .terminate()."""
+    if WRAPPER:
+        raise TestSkip("the server runs under a wrapper (%s), whose system calls would be traced" % WRAPPER[0])
+    if shutil.which("strace") is None:
+        raise TestSkip("strace is not installed (scripts/install-deps --test installs it)")
+    worker = (srv.children() or [srv.proc.pid])[0]
+    tr = subprocess.Popen(["strace", "-f", "-e", "trace=" + calls, "-o", out_path, "-p", str(worker)],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    line = tr.stderr.readline().decode("utf-8", "replace")     # "Process N attached", or why not
+    if "attached" not in line:
+        tr.wait(5)
+        raise TestSkip("strace cannot attach here: %s" % line.strip())
+    return tr
+
+
 def fault_shim(tmp):
     """Builds FAULT_SHIM_C as a shared library; skips where it cannot be
     preloaded into the server (no compiler, a wrapper, a sanitizer build)."""

@@ -9,7 +9,7 @@ import resource
 import socket
 import time
 
-from cowdtest import TestFailure, TestSkip, check, eq, read_to_eof, test
+from cowdtest import TestFailure, TestSkip, check, eq, read_to_eof, strace_worker, test
 
 HELLO_REQ = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n"
 
@@ -177,25 +177,6 @@ def lone_get(port):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         return read_to_eof(s)
-
-
-def strace_worker(srv, out_path, calls):
-    """strace attached to srv's worker, tracing calls, until .terminate()."""
-    import shutil
-    import subprocess
-    from cowdtest import WRAPPER
-    if WRAPPER:
-        raise TestSkip("the server runs under a wrapper (%s), whose system calls would be traced" % WRAPPER[0])
-    if shutil.which("strace") is None:
-        raise TestSkip("strace is not installed (scripts/install-deps --test installs it)")
-    worker = (srv.children() or [srv.proc.pid])[0]
-    tr = subprocess.Popen(["strace", "-f", "-e", "trace=" + calls, "-o", out_path, "-p", str(worker)],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    line = tr.stderr.readline().decode("utf-8", "replace")     # "Process N attached", or why not
-    if "attached" not in line:
-        tr.wait(5)
-        raise TestSkip("strace cannot attach here: %s" % line.strip())
-    return tr
 
 
 @test("scale: connections arriving one at a time cost no accept4 that finds the queue empty")

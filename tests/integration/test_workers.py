@@ -1619,6 +1619,14 @@ def _(shared):
         check(p.returncode != 0, "exit status 0 of a second server on the same pid file")
         check(want in out.decode("utf-8", "replace"), "the error does not name the pid file and its "
               "holder (%r): %r" % (want, out[-400:]))
+        # the same command line again, its address too: the pid file is
+        # what it is told (it once said only that the address was in use)
+        again = subprocess.run([cowdtest.COWD, "--pid-file", pidf, "--root", shared.root.path,
+                                "--listen", "127.0.0.1:%d" % port],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10 * cowdtest.SLOW)
+        check(again.returncode != 0, "exit status 0 of the same server started again")
+        check(want in again.stderr.decode("utf-8", "replace"), "the same server started again: the error "
+              "does not name the pid file and its holder (%r): %r" % (want, again.stderr[-400:]))
         # with --daemon, in its error log
         err2 = os.path.join(d, "error2.log")
         rc = subprocess.call([cowdtest.COWD, "--daemon", "--pid-file", pidf, "--error-log", err2,

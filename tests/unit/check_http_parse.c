@@ -1005,6 +1005,30 @@ START_TEST(error_head_len)
 }
 END_TEST
 
+/* After a refusal at the request-line: is the whole head in, with nothing to frame a body? */
+START_TEST(unframed_head_length)
+{
+    static const char whole[] = "BREW / HTTP/1.1\r\nHost: a\r\n\r\nGET";
+    ck_assert_uint_eq(http_unframed_head_length(whole, strlen(whole)), strlen(whole) - 3);
+    static const char lf[] = "\r\nBREW / HTTP/1.1\nHost: a\n\n";
+    ck_assert_uint_eq(http_unframed_head_length(lf, strlen(lf)), strlen(lf));
+    static const char cut[] = "BREW / HTTP/1.1\r\nHost: a\r\n";
+    ck_assert_uint_eq(http_unframed_head_length(cut, strlen(cut)), 0);
+    static const char sized[] = "BREW / HTTP/1.1\r\nconTENT-length : 5\r\n\r\n";
+    ck_assert_uint_eq(http_unframed_head_length(sized, strlen(sized)), 0);
+    static const char chunked[] = "BREW / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    ck_assert_uint_eq(http_unframed_head_length(chunked, strlen(chunked)), 0);
+    static const char folded[] = "BREW / HTTP/1.1\r\nX: a\r\n Content-Length: 5\r\n\r\n";
+    ck_assert_uint_eq(http_unframed_head_length(folded, strlen(folded)), 0);
+    static const char bare_cr[] = "BREW / HTTP/1.1\r\nHost: a\rContent-Length: 5\r\n\r\n";
+    ck_assert_uint_eq(http_unframed_head_length(bare_cr, strlen(bare_cr)), 0);
+    static const char lengthy[] = "BREW / HTTP/1.1\r\nContent-Lengthy: 5\r\n\r\n";     /* a prefix: waited for */
+    ck_assert_uint_eq(http_unframed_head_length(lengthy, strlen(lengthy)), 0);
+    ck_assert_uint_eq(http_unframed_head_length("\r\n\r\n", 4), 0);   /* no request-line yet */
+    ck_assert_uint_eq(http_unframed_head_length("", 0), 0);
+}
+END_TEST
+
 START_TEST(must_close)
 {
     static const int close_codes[] = { 400, 408, 411, 413, 414, 417, 431, 501, 505 };
@@ -1049,6 +1073,7 @@ static Suite *suite(void)
     tcase_add_test(tc, overlong_line_keeps_method);
     tcase_add_test(tc, pipelined);
     tcase_add_test(tc, error_head_len);
+    tcase_add_test(tc, unframed_head_length);
     tcase_add_test(tc, must_close);
     tcase_add_test(tc, bytewise_feed_parses_per_line);
     suite_add_tcase(s, tc);
