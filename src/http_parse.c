@@ -778,7 +778,9 @@ size_t http_unframed_head_length(const char *buf, size_t n)
             return end + 1;
         /* past the request-line, a line the parser would not have read as
          * one field (folded, a bare CR in it) may hide a framing field */
-        if (lines > 0 && (buf[pos] == ' ' || buf[pos] == '\t' || memchr(buf + pos, '\r', len) != NULL ||
+        if (memchr(buf + pos, '\r', len) != NULL)
+            return 0;       /* a bare CR, even in the request-line: lines the parser would not split */
+        if (lines > 0 && (buf[pos] == ' ' || buf[pos] == '\t' ||
                           starts_with_ci(buf + pos, len, "content-length") ||
                           starts_with_ci(buf + pos, len, "transfer-encoding")))
             return 0;

@@ -56,6 +56,7 @@ static unsigned n_old, old_cap;
 static int life[2] = { -1, -1 };
 static int ready_pipe[2] = { -1, -1 };
 static int stopping;
+static int stop_asked;              /* a stop signal came: the next one stops now */
 static int give_up;                 /* a worker cannot start at all */
 
 static double now_s(void)
@@ -470,19 +471,24 @@ int master_run(const struct master_setup *ms)
         case SIGTERM:
         case SIGINT:
         case SIGQUIT:
-            if (!stopping) {
-                log_msg(LOG_INFO, "%s: stopping gracefully (%u workers)",
-                        sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT", alive());
-                stopping = 1;
-                kill_at = now_s() + cfg.shutdown_timeout + 5;
-                signal_all(SIGTERM);
-                close_listeners();
+            if (!stop_asked) {
+                stop_asked = 1;
+                if (!stopping) {
+                    log_msg(LOG_INFO, "%s: stopping gracefully (%u workers)",
+                            sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT", alive());
+                    stopping = 1;
+                    kill_at = now_s() + cfg.shutdown_timeout + 5;
+                    signal_all(SIGTERM);
+                    close_listeners();
+                }
             } else {
-                /* asked again (Ctrl-C twice): the workers cut what is
-                 * left, a second or more after their graceful stop began */
+                /* asked again (Ctrl-C twice): the workers, old ones still
+                 * finishing after a SIGHUP too, cut what is left.  Not a
+                 * stop signal: one Ctrl-C reaches them from the terminal as
+                 * well, and a worker already stopping takes those as one. */
                 log_msg(LOG_INFO, "%s again: asking the workers to stop now",
                         sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT");
-                signal_all(SIGTERM);
+                signal_all(SIGUSR2);
             }
             break;
         case SIGHUP:

@@ -105,27 +105,11 @@ static void *cache_sweep_main(void *arg)
     return NULL;
 }
 
-static struct timeval stop_time;     /* when the graceful stop began */
-
 static void stop(const char *why)
 {
-    if (stop_started) {
-        /* A stop signal again, a second or more after the first (one Ctrl-C
-         * reaches the workers twice at once: from the terminal and through
-         * the master): whoever sent it will not wait for --shutdown-timeout.
-         * The log's buffer goes out, the connections are cut. */
-        struct timeval now;
-        gettimeofday(&now, NULL);
-        if (now.tv_sec - stop_time.tv_sec >= 2 ||
-            (now.tv_sec - stop_time.tv_sec == 1 && now.tv_usec >= stop_time.tv_usec)) {
-            log_msg(LOG_WARN, "worker: %s again while stopping: exiting now, cutting %u connections",
-                    why, busy());
-            worker_exit();
-        }
+    if (stop_started)
         return;
-    }
     stop_started = 1;
-    gettimeofday(&stop_time, NULL);
     struct depot_stats st;
     depot_get_stats(depot, &st);
     log_msg(LOG_INFO, "worker stopping (%s): %u connections in progress", why,
@@ -152,10 +136,17 @@ static void reopen_logs(void)
  * handlers and scan the signal set: 8 sigaction calls per blocking wait.) */
 static int sig_pipe[2] = { -1, -1 };
 
-static void on_signal(int sig)
+/* What the pipe carries for a SIGUSR2 that came from the master: stop now. */
+#define STOP_NOW 255
+
+static void on_signal(int sig, siginfo_t *si, void *context)
 {
+    (void)context;
     int saved = errno;
-    unsigned char b = (unsigned char)sig;
+    /* SIGUSR2 from the master (asked to stop a second time); from anyone
+     * else (pkill out of nginx habit) it is ignored */
+    unsigned char b = sig == SIGUSR2 && si != NULL && si->si_pid == getppid() ? STOP_NOW
+                                                                            : (unsigned char)sig;
     ssize_t n = write(sig_pipe[1], &b, 1);  /* full pipe: a signal is pending anyway */
     (void)n;
     errno = saved;
@@ -176,9 +167,9 @@ static int signals_setup(void)
         fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
     }
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_sigaction = on_signal;
     sigfillset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigemptyset(&set);
     for (size_t i = 0; i < sizeof worker_signals / sizeof worker_signals[0]; i++) {
         if (sigaction(worker_signals[i], &sa, NULL) < 0)
@@ -217,6 +208,13 @@ static void *signal_main(void *arg)
                 case SIGINT: stop("SIGINT"); break;
                 case SIGQUIT: stop("SIGQUIT"); break;
                 case SIGUSR1: reopen_logs(); break;
+                case STOP_NOW:
+                    /* the master was asked to stop a second time (Ctrl-C
+                     * pressed again): whoever asked will not wait for
+                     * --shutdown-timeout.  The log's buffer goes out. */
+                    log_msg(LOG_WARN, "worker: stopping now (asked twice), cutting %u connections", busy());
+                    worker_exit();
+                    break;
                 case SIGUSR2: log_msg(LOG_WARN, "SIGUSR2: ignored"); break;
                 default: break;         /* SIGHUP: the master restarts the workers */
                 }

@@ -324,7 +324,7 @@ def _(srv):
 # a chunked body of one-byte chunks (megabytes of framing to decode) held
 # every other request of the worker until its body was done.
 @test("robust: a fast client's discarded body does not hold up the worker's other connections",
-      args=["--max-body-discard", "8m"])
+      args=["--max-body-discard", "8m", "--max-keepalive-requests", "100000"])
 def _(srv):
     chunks = (1 if SLOW > 1 else 4) * 1024 * 1024
     body = b"0000000000000001\r\nX\r\n" * chunks + b"0\r\n\r\n"

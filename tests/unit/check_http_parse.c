@@ -1022,6 +1022,8 @@ START_TEST(unframed_head_length)
     ck_assert_uint_eq(http_unframed_head_length(folded, strlen(folded)), 0);
     static const char bare_cr[] = "BREW / HTTP/1.1\r\nHost: a\rContent-Length: 5\r\n\r\n";
     ck_assert_uint_eq(http_unframed_head_length(bare_cr, strlen(bare_cr)), 0);
+    static const char cr_in_line[] = "GET / HTTP/1.1\rContent-Length: 5\r\n\r\n";   /* refused for its CR */
+    ck_assert_uint_eq(http_unframed_head_length(cr_in_line, strlen(cr_in_line)), 0);
     static const char lengthy[] = "BREW / HTTP/1.1\r\nContent-Lengthy: 5\r\n\r\n";     /* a prefix: waited for */
     ck_assert_uint_eq(http_unframed_head_length(lengthy, strlen(lengthy)), 0);
     ck_assert_uint_eq(http_unframed_head_length("\r\n\r\n", 4), 0);   /* no request-line yet */
