@@ -26,7 +26,9 @@
 /* Bytes of file body read from disk per chunk; also the directory listing
  * buffer.  Bodies larger than this go out with sendfile. */
 #define CONN_SCRATCH_SIZE (64 * 1024)
-#define CONN_BODY_RUN (256 * 1024)   /* body bytes taken in a row before the others run */
+/* what a request served counts toward io_run_add besides its bytes: at
+ * most 64 small pipelined ones in a row before the others run */
+#define CONN_REQUEST_RUN 4096
 #define CONN_OUT_SIZE 8192
 
 int conn_stopping;
@@ -202,21 +204,15 @@ static ssize_t body_recv(struct conn *c, size_t len, int flags)
         if (n >= 0) {
             /* A client that sends as fast as we read never makes us wait,
              * and the others would wait for its whole body (megabytes of
-             * chunk framing to decode): let them run every so often, as a
-             * long sendfile does. */
+             * chunk framing to decode). */
             if (!(flags & MSG_PEEK))
-                c->body_run += (size_t)n;
-            if (c->body_run >= CONN_BODY_RUN) {
-                c->body_run = 0;
-                pth_yield(NULL);
-            }
+                io_run_add(&c->waiter, (size_t)n);
             return n;
         }
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
-        c->body_run = 0;
         io_drained(c->fd, 0);
         io_ack_now(c->fd);          /* the body's rest may wait for it: see io.h */
         if (buff_flush_now(&c->out) < 0 || io_wait(&c->waiter, c->fd, 0, &deadline) < 0)
@@ -295,7 +291,7 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
  * whose upload we refused (405, 413) is still sending it, and a close with
  * its bytes unread would send a reset that may destroy our answer before it
  * is read (RFC 9112 §9.6); a fast one must not keep the others waiting. */
-static void drain_until_eof(struct conn *c, size_t drained)
+static void drain_until_eof(struct conn *c)
 {
     struct timeval deadline;
     io_deadline(&deadline, 2);
@@ -303,11 +299,7 @@ static void drain_until_eof(struct conn *c, size_t drained)
         ssize_t n = io_read(&c->waiter, c->fd, c->scratch, c->scratch_cap, &deadline);
         if (n <= 0)
             break;
-        drained += (size_t)n;
-        if (drained >= CONN_BODY_RUN) {
-            drained = 0;
-            pth_yield(NULL);
-        }
+        io_run_add(&c->waiter, (size_t)n);
     }
 }
 
@@ -316,7 +308,7 @@ static void drain_until_eof(struct conn *c, size_t drained)
 static void lingering_close(struct conn *c)
 {
     if (shutdown(c->fd, SHUT_WR) == 0)
-        drain_until_eof(c, 0);
+        drain_until_eof(c);
     close(c->fd);
 }
 
@@ -331,8 +323,10 @@ static void checked_close(struct conn *c)
 {
     if (shutdown(c->fd, SHUT_WR) == 0) {
         ssize_t n = recv(c->fd, c->scratch, c->scratch_cap, MSG_DONTWAIT);
-        if (n > 0)
-            drain_until_eof(c, (size_t)n);
+        if (n > 0) {
+            io_run_add(&c->waiter, (size_t)n);
+            drain_until_eof(c);
+        }
     }
     close(c->fd);
 }
@@ -445,7 +439,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
     c->linger = 0;
     c->close_at_once = 0;
     c->handed_over = 1;
-    c->body_run = 0;
+    c->waiter.run = 0;
     io_send_stall_reset(&c->waiter);
     buff_attach(&c->out, fd);
     if (resumed && dc->idle.held_cr)
@@ -578,6 +572,11 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
         }
         if (c->close_after)
             break;
+        /* pipelined: the next request is here, and its client may read as
+         * fast as we send (with none, the read ahead waits, and the others
+         * run then) */
+        if (c->in_end > c->in_start)
+            io_run_add(&c->waiter, CONN_REQUEST_RUN);
     }
 done:
     /* Linger when the client may still be sending: after an error that

@@ -45,8 +45,6 @@ struct conn {
     int handed_over;            /* just given to this handler (new, or woken from the
                                    park): bytes are likely waiting, read before waiting */
     int read_waited;            /* the last read_more() waited for its bytes */
-    size_t body_run;            /* body bytes received since this handler last let
-                                   the others run (body_recv) */
     unsigned handler;           /* the depot's index of the handler this is */
 };
 

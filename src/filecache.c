@@ -245,14 +245,18 @@ void filecache_sweep(time_t now)
 
 size_t filecache_make_etag(char out[64], const struct stat *st)
 {
-    /* strong: inode, modification time to the nanosecond and size, like
-     * lighttpd (nginx uses mtime-size to the second).  The inode tells a file
-     * replaced by another of the same size and mtime (a reproducible build's
-     * SOURCE_DATE_EPOCH, tar's whole seconds): a strong tag must change with
-     * the content (RFC 9110 §8.8.1).  Hosts serving copies of a file give it
-     * different tags: their caches revalidate with a full reply, not 304. */
+    /* strong: inode, change time to the nanosecond and size.  Not the
+     * modification time (nginx's and lighttpd's choice): a program may set
+     * that back (cp -p, tar, unzip, a reproducible build's
+     * SOURCE_DATE_EPOCH), so a file rewritten in place with the same size
+     * and time kept its tag and revalidations got 304 with the old content;
+     * the change time no program can set (RFC 9110 §8.8.1: a strong tag
+     * changes with the content).  The inode tells a new file that took a
+     * freed one's times.  A chmod or a hard link also changes it: one full
+     * reply per client, not a wrong 304.  Hosts serving copies of a file
+     * give it different tags: their caches revalidate with a full reply. */
     int n = snprintf(out, 64, "\"%llx-%llx.%lx-%llx\"", (unsigned long long)st->st_ino,
-                     (unsigned long long)st->st_mtim.tv_sec, (unsigned long)st->st_mtim.tv_nsec,
+                     (unsigned long long)st->st_ctim.tv_sec, (unsigned long)st->st_ctim.tv_nsec,
                      (unsigned long long)st->st_size);
     return n > 0 && n < 64 ? (size_t)n : 0;
 }

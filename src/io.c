@@ -47,6 +47,7 @@ int io_waiter_init(struct io_waiter *w)
 {
     timerclear(&w->guard_since);
     io_send_stall_reset(w);
+    w->run = 0;
     /* The fd event needs some valid descriptor at creation; 0 is reset
      * (PTH_MODE_REUSE) before every real wait. */
     w->ev_fd = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, 0);
@@ -170,6 +171,7 @@ static int wait_once(struct io_waiter *w, int fd, int want_write, const struct t
     }
     if (also != NULL)
         pth_event_concat(w->ev_fd, also, NULL);
+    w->run = 0;                     /* the others run while we wait */
     pth_wait(w->ev_fd);
     if (also != NULL)
         pth_event_isolate(also);    /* the caller's again, out of our ring */
@@ -244,6 +246,7 @@ static int wait_writable(struct io_waiter *w, int fd, const struct timeval *dead
 
 static inline void count_sent(struct io_waiter *w, size_t n)
 {
+    w->run += n;
     if (timerisset(&w->send_stall_since))
         w->send_stall_sent += n;
 }
@@ -314,11 +317,6 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
             errno = ENODATA;
             return -1;
         }
-        /* the socket took a whole chunk and more is due: let the others run
-         * first (a shorter send means the buffer is full, and the wait for
-         * room that follows lets them run anyway) */
-        if ((size_t)n == want && want < len)
-            pth_yield(NULL);
 #else
         char block[16384];      /* a write per block: chunk is moot */
         (void)chunk;
@@ -332,6 +330,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
             return -1;
         n = r;
         *offset += r;
+        io_run_add(w, 0);       /* io_writev_all counted the block */
 #endif
         if (n < 0) {
             if (errno == EINTR)
@@ -349,6 +348,13 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
         have_deadline = 0;
 #if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
         count_sent(w, (size_t)n);   /* (without: io_writev_all counted them) */
+        /* the socket took a whole chunk and more is due: let the others run
+         * first (a shorter send means the buffer is full, and the wait for
+         * room that follows lets them run anyway) */
+        if ((size_t)n == want && want < len) {
+            w->run = 0;
+            pth_yield(NULL);
+        }
 #endif
         len -= (size_t)n;
     }

@@ -31,6 +31,8 @@ struct io_waiter {
      * a thousand pipelined responses. */
     struct timeval send_stall_since;
     uint64_t send_stall_sent;   /* bytes sent since then */
+    size_t run;                 /* work done since this thread last waited or let
+                                   the others run (io_run_add) */
 };
 
 /* Set by the server: non-zero when no handler is idle or connections are
@@ -48,6 +50,22 @@ static inline void io_send_stall_reset(struct io_waiter *w)
 {
     timerclear(&w->send_stall_since);
     w->send_stall_sent = 0;
+}
+
+/* Work that never waits (a client sending a body, or reading pipelined
+ * responses, as fast as we go) must not hold up the worker's other
+ * connections: every IO_RUN bytes of it (of responses sent, of a body
+ * received; a pipelined request counts as a few KiB more), the others run
+ * first, as between a long sendfile's chunks.  Sends count themselves; any
+ * wait starts the count again. */
+#define IO_RUN (256 * 1024)
+static inline void io_run_add(struct io_waiter *w, size_t n)
+{
+    w->run += n;
+    if (w->run >= IO_RUN) {
+        w->run = 0;
+        pth_yield(NULL);
+    }
 }
 
 /* The wall-clock time that deadlines start from, at the kernel tick's

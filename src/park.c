@@ -161,7 +161,12 @@ static time_t next_expiry(void)
 
 static void expire_due(void)
 {
-    time_t now = time(NULL);
+    /* the clock Pth's timer woke us by: time() reads the kernel's coarse
+     * one, which may still say the second before for up to a tick, and the
+     * deadline, already past, would spin this loop until it turned */
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    time_t now = tv.tv_sec;
     for (unsigned i = 0; i < PARK_LISTS; i++)
         while (lot.lists[i].head != NULL && lot.lists[i].head->expires <= now)
             expire(lot.lists[i].head);

@@ -294,7 +294,12 @@ void worker_main(const struct worker_setup *ws)
     }
     if (accesslog_start() < 0)
         fail();
-    n_messages = cfg.threads * 2;   /* accepted-but-waiting cap: back-pressure beyond */
+    /* accepted-but-waiting cap (back-pressure beyond), plus the one each
+     * accept thread holds while it sleeps on its quiet address: without
+     * those, with --threads 1 and two addresses the pool was empty while
+     * both slept, and a parked keep-alive client's next request waited for
+     * a new connection to come */
+    n_messages = cfg.threads * 2 + ws->n_lfds;
     struct depot_config dc = {
         .handlers = cfg.threads,
         .messages = n_messages,

@@ -7,10 +7,11 @@ import select
 import socket
 import struct
 import sys
+import subprocess
 import threading
 import time
 
-from cowdtest import (BIG_SIZE, HELLO, NUMBERED, SLOW, TIMEOUT, Conn, Server, TestFailure, TestSkip,
+from cowdtest import (BIG_SIZE, COWD, HELLO, NUMBERED, SLOW, TIMEOUT, Conn, Server, TestFailure, TestSkip,
                       check, eq, faulty_server, free_port, open_fds, read_to_eof, request, settled_fds,
                       strace_worker, tcp_sockets, test)
 
@@ -319,6 +320,26 @@ def _(srv):
     srv.assert_alive()
 
 
+def worst_wait_meanwhile(srv, work):
+    """Runs work() in a thread; meanwhile another keep-alive client asks for
+    /hello.txt again and again.  Its longest wait, and how many it got."""
+    with srv.conn() as b:
+        b.send(request("GET", "/hello.txt"))
+        eq(b.response().body, HELLO, "the other client, before")
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        time.sleep(0.02)
+        worst, served = 0.0, 0
+        while t.is_alive():
+            t0 = time.time()
+            b.send(request("GET", "/hello.txt"))
+            eq(b.response().body, HELLO, "the other client, during")
+            worst = max(worst, time.time() - t0)
+            served += 1
+        t.join()
+    return worst, served
+
+
 # A body to discard was read for as long as the client kept bytes coming,
 # without letting the worker's other connections run: a fast client sending
 # a chunked body of one-byte chunks (megabytes of framing to decode) held
@@ -338,20 +359,7 @@ def _(srv):
             took.append((time.time() - t0, a.response().status))
         except Exception as e:      # noqa: BLE001 -- reported below
             took.append((time.time() - t0, repr(e)))
-    with srv.conn() as b:
-        b.send(request("GET", "/hello.txt"))
-        eq(b.response().body, HELLO, "the other client, before")
-        t = threading.Thread(target=upload, daemon=True)
-        t.start()
-        time.sleep(0.05)
-        worst, served = 0.0, 0
-        while t.is_alive():
-            t0 = time.time()
-            b.send(request("GET", "/hello.txt"))
-            eq(b.response().body, HELLO, "the other client, during")
-            worst = max(worst, time.time() - t0)
-            served += 1
-        t.join()
+    worst, served = worst_wait_meanwhile(srv, upload)
     a.close()
     eq(took[0][1], 200, "the chunked GET")
     limit = max(0.1 * SLOW, took[0][0] / 4)
@@ -360,6 +368,45 @@ def _(srv):
     srv.assert_alive()
     if took[0][0] < 2 * limit:
         raise TestSkip("the body took %.2f s: too quick here to tell a stall" % took[0][0])
+
+
+# Pipelined requests were served one after another without a yield for as
+# long as the client's next request was buffered and it read as fast as we
+# sent: with a high --max-keepalive-requests, one client held every other
+# connection of the worker until its whole pipeline was answered.
+@test("robust: a fast client's pipelined requests do not hold up the worker's other connections",
+      args=["--max-keepalive-requests", "1000000"])
+def _(srv):
+    n = 50000 if SLOW > 1 else 300000
+    pipeline = request("GET", "/hello.txt") * (n - 1) + request("GET", "/hello.txt", ["Connection: close"])
+    a = srv.conn(timeout=120 * SLOW)
+    took = []
+
+    def pipelined():
+        t0 = time.time()
+        try:
+            sender = threading.Thread(target=a.sock.sendall, args=(pipeline,), daemon=True)
+            sender.start()
+            got, buf = 0, bytearray(1 << 20)
+            while True:
+                k = a.sock.recv_into(buf)
+                if k == 0:
+                    break
+                got += k
+            sender.join()
+            took.append((time.time() - t0, got))
+        except Exception as e:      # noqa: BLE001 -- reported below
+            took.append((time.time() - t0, repr(e)))
+    worst, served = worst_wait_meanwhile(srv, pipelined)
+    a.close()
+    check(isinstance(took[0][1], int), "the pipelined client failed: %s" % (took[0][1],))
+    check(took[0][1] > n * len(HELLO), "the pipelined client got %d bytes for %d requests" % (took[0][1], n))
+    limit = max(0.05 * SLOW, took[0][0] / 4)
+    check(worst < limit, "the other client waited %.3f s (%d requests) while %d pipelined requests took %.2f s"
+          % (worst, served, n, took[0][0]))
+    srv.assert_alive()
+    if took[0][0] < 2 * limit:
+        raise TestSkip("the pipeline took %.2f s: too quick here to tell a stall" % took[0][0])
 
 
 @test("robust: a 400 after a discarded body reaches a client whose next request came with the body's end")
@@ -433,6 +480,42 @@ def _(srv):
         check(took < 6, "the silent connection was closed after %.1f s (--header-timeout 2)" % took)
         idle.send(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n")
         eq(idle.response().status, 200, "the idle keep-alive connection still served")
+    srv.assert_alive()
+
+
+# The park thread woke at a second's expiry by the precise clock, then read
+# the coarse one (time()), which may still say the second before for up to a
+# kernel tick: nothing expired, the deadline stayed past, and it looped
+# (hundreds of epoll_wait calls) until the tick.  The worker's epoll waits
+# while parked connections expire over some seconds: 250-660 before at
+# HZ=250, 22-24 now; the bound of 50 leaves a spin of a 1,000 Hz tick
+# (about a millisecond a second, a dozen calls under strace) less sure.
+@test("robust: parked connections expiring do not make the park thread spin",
+      args=["--keepalive-timeout", "1", "--threads", "1"])
+def _(srv):
+    if "epoll park" not in subprocess.run([COWD, "--version"], capture_output=True, text=True,
+                                          timeout=10).stdout:
+        raise TestSkip("the poll park wakes every 10 ms anyway")
+    trace = os.path.join(srv.root.path, "..", "park-spin.trace")
+    tracer = strace_worker(srv, trace, "epoll_wait,epoll_pwait")
+    conns = []
+    try:
+        for i in range(6):
+            c = srv.conn(timeout=10 * SLOW)
+            c.send(request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "connection %d" % (i + 1))
+            conns.append(c)
+            time.sleep(0.5)         # their expiries fall in three or four seconds
+        for i, c in enumerate(conns):
+            c.expect_closed()
+    finally:
+        for c in conns:
+            c.close()
+        tracer.terminate()
+        tracer.wait(10)
+    with open(trace) as f:
+        waits = sum(1 for line in f if "epoll_wait(" in line or "epoll_pwait(" in line)
+    check(waits < 50, "the worker called epoll_wait %d times while 6 parked connections expired" % waits)
     srv.assert_alive()
 
 
@@ -1117,6 +1200,30 @@ def _(srv):
                 check(early is None, "a third client was served over --max-connections 2: %r" % early)
             finally:
                 third.close()
+        two.assert_alive()
+    finally:
+        two.kill()
+
+
+# The message pool was twice --threads, and each accept thread holds one
+# while it sleeps on its address: with --threads 1 and two --listen both were
+# held, so a keep-alive client's next request (parked, the one handler being
+# busy) waited for the pool until a new connection came.
+@test("robust: with --threads 1 and two --listen, a keep-alive client's next requests are served")
+def _(srv):
+    second = free_port()
+    two = Server(srv.root, ["--listen", "127.0.0.1:%d" % second, "--threads", "1",
+                            "--workers", "1", "--keepalive-timeout", "60"])
+    two.start()
+    try:
+        for port in (two.port, second):
+            with Conn(port, timeout=5 * SLOW) as c:
+                for i in range(3):
+                    t0 = time.time()
+                    c.send(request("GET", "/hello.txt"))
+                    eq(c.response().body, HELLO, "port %d, request %d" % (port, i + 1))
+                    took = time.time() - t0
+                    check(took < 1.0 * SLOW, "port %d, request %d: served after %.1fs" % (port, i + 1, took))
         two.assert_alive()
     finally:
         two.kill()

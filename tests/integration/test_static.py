@@ -332,6 +332,35 @@ def _(srv):
     eq(r.get("Last-Modified"), lm1, "Last-Modified (the same time)")
 
 
+# The ETag was inode, modification time and size: a file rewritten in place
+# (the same inode) with the same size and its modification time set back
+# (cp -p or tar over it, a reproducible build's fixed times) kept its tag, so
+# If-None-Match got 304 and clients kept the old content.
+@test("cond: a file rewritten in place with the same size and mtime gets a new ETag", ["--cache-validate", "0"])
+def _(srv):
+    path = os.path.join(srv.root.path, "rewritten.txt")
+    stamp = (1700000000 * 10**9, 1700000000 * 10**9)
+    srv.root.write("rewritten.txt", b"AAAA\n")
+    os.utime(path, ns=stamp)
+    before = os.stat(path)
+    et1, lm1 = validators(srv, "/rewritten.txt")
+    time.sleep(0.05)        # past a clock tick: coarse change times too
+    with open(path, "r+b") as f:
+        f.write(b"BBBB\n")
+    os.utime(path, ns=stamp)
+    st = os.stat(path)
+    eq((st.st_ino, st.st_size, st.st_mtime_ns), (before.st_ino, 5, stamp[1]), "the same inode, size and mtime")
+    if st.st_ctime_ns == before.st_ctime_ns:
+        raise TestSkip("this file system's change time did not move in 50 ms")
+    r = srv.get("/rewritten.txt", ["If-None-Match: " + et1])
+    eq(r.status_line, OK, "the old ETag after the rewrite")
+    eq(r.body, b"BBBB\n", "the new content")
+    check(r.get("ETag") != et1, "the ETag did not change: %s" % et1)
+    eq(r.get("Last-Modified"), lm1, "Last-Modified (the same time)")
+    r = srv.get("/rewritten.txt", ["If-None-Match: " + r.get("ETag")])
+    eq(r.status_line, "HTTP/1.1 304 Not Modified", "the new ETag")
+
+
 @test("cache: a changed file is served within --cache-validate seconds")
 def _(srv):
     srv.root.write("cached.txt", b"first version\n")
