@@ -364,6 +364,11 @@ void acceptor_run(struct acceptor *a)
             break;
         }
         n_accepted++;
+        /* the reserve is reopened right after a refusal, but that fails
+         * when the system's file table is full (ENFILE): take it back once
+         * descriptors are, or every later shortage would go unanswered */
+        if (reserve_fd < 0)
+            reserve_open();
         if (over)       /* nothing yielded since the look: the idle one is there */
             depot_conn_make_room(d);
 #if !defined(__linux__) && !defined(__FreeBSD__) && !defined(__OpenBSD__) && \

@@ -763,12 +763,16 @@ FAULT_SHIM_C = r"""
  * the first FAULT_ACCEPT_FAILS accept4() calls of a process fail with errno
  * FAULT_ACCEPT_ERRNO (a connection's pending network error); getpwnam() and
  * getgrnam() of the name FAULT_LOOKUP_NAME fail with errno FAULT_LOOKUP_ERRNO
- * (a directory service down). */
+ * (a directory service down); the FAULT_RESERVE_FAIL_AT-th open of /dev/null
+ * with O_RDONLY|O_CLOEXEC in a process (the accept thread's reserve
+ * descriptor) fails with ENFILE (the system's file table full). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <stdarg.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -783,6 +787,32 @@ static int env_int(const char *name)
 }
 
 static int failed;
+
+static int reserve_opens;
+
+static int open_fails(const char *path, int flags)
+{
+    int at = env_int("FAULT_RESERVE_FAIL_AT");
+    return at > 0 && strcmp(path, "/dev/null") == 0 &&
+           (flags & (O_ACCMODE | O_CLOEXEC)) == (O_RDONLY | O_CLOEXEC) && ++reserve_opens == at;
+}
+
+int open(const char *path, int flags, ...)
+{
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, mode_t);
+        va_end(ap);
+    }
+    if (open_fails(path, flags)) {
+        errno = ENFILE;
+        return -1;
+    }
+    return real(path, flags, mode);
+}
 
 DIR *fdopendir(int fd)
 {

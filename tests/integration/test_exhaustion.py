@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WRAPPER, TestFailure, TestSkip, check, eq,
-                      free_port, request, test)
+                      free_port, preloaded_faults, request, test)
 
 LIMIT = 64
 
@@ -96,6 +96,36 @@ def served_after_recovery(srv):
     eq(r.body, b"Hello, world!\n", "body after recovery")
 
 
+def refused_with_503(srv):
+    """A new client, while cowd is out of descriptors, gets a 503."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+    data = b""
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d:
+                break
+            data += d
+    except socket.timeout:
+        raise TestFailure("no answer while out of descriptors (got %r)" % data[:100])
+    finally:
+        s.close()
+    check(data.startswith(b"HTTP/1.1 503 Service Unavailable\r\n"), "503: %r" % data[:80])
+    return data
+
+
+def dev_null_fds(pid):
+    fd_dir = "/proc/%d/fd" % pid
+    n = 0
+    for name in os.listdir(fd_dir):
+        try:
+            n += os.readlink(os.path.join(fd_dir, name)) == "/dev/null"
+        except OSError:
+            pass
+    return n
+
+
 @test("exhaustion: out of descriptors: 503 for new clients, no busy loop, recovery",
       ["--user", "root"])
 def _(srv):
@@ -107,23 +137,40 @@ def _(srv):
         hold_connections(srv, hold, LIMIT + 20, b"GET /hello.txt HTTP/1.1\r\n")
         time.sleep(0.5)
         # a new client now gets 503 (or, at worst, waits in the backlog: not acceptable)
-        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
-        s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n")
-        data = b""
-        try:
-            while True:
-                d = s.recv(4096)
-                if not d:
-                    break
-                data += d
-        except socket.timeout:
-            raise TestFailure("no answer while out of descriptors (got %r)" % data[:100])
-        s.close()
-        check(data.startswith(b"HTTP/1.1 503 Service Unavailable\r\n"), "503: %r" % data[:80])
+        data = refused_with_503(srv)
         check(b"Retry-After: 1\r\n" in data and b"Date: " in data, "503 headers")
         # the accept thread backs off: little CPU while exhausted
         used = worker_change(srv, cpu_seconds, 1.0)
         check(used < 0.3, "worker CPU while exhausted: %.2fs in 1s" % used)
+
+
+# The reserve descriptor is reopened right after each 503; when that failed
+# (the system's file table full: ENFILE, another process took the slot) it
+# was never opened again, and every later shortage left clients waiting
+# unanswered in the backlog.
+@test("exhaustion: a reserve descriptor lost to ENFILE is taken back: the next shortage gets 503 too",
+      ["--user", "root"])
+def _(srv):
+    if not os.path.isdir("/proc/self/fd"):
+        raise TestSkip("counts the worker's descriptors in /proc")
+    with preloaded_faults(srv.root.tmp, FAULT_RESERVE_FAIL_AT="2"):
+        restart_with_low_nofile(srv)
+    eq(srv.get("/hello.txt").status, 200, "a request before")    # the worker is set up
+    worker = srv.children()[0]
+    before = dev_null_fds(worker)
+    with held_connections(srv) as hold:
+        # the first client over the limit gets the 503; the reopen fails
+        hold_connections(srv, hold, LIMIT + 20, b"GET /hello.txt HTTP/1.1\r\n")
+        deadline = time.time() + 5 * SLOW
+        while dev_null_fds(worker) != before - 1 and time.time() < deadline:
+            time.sleep(0.1)
+        eq(dev_null_fds(worker), before - 1, "/dev/null descriptors once the reserve's reopen failed")
+    # recovered: served (held_connections checked it), then short again
+    with held_connections(srv) as hold:
+        hold_connections(srv, hold, LIMIT + 20, b"GET /hello.txt HTTP/1.1\r\n")
+        time.sleep(0.5)
+        refused_with_503(srv)
+    eq(srv.children(), [worker], "the same worker")
 
 
 # Linux's accept4 fails with EMFILE on an empty queue too (it takes the
