@@ -309,6 +309,27 @@ def _(srv):
     check(r.get("ETag") != et1, "ETag changed")
 
 
+FIXED_MTIME_NS = 1700000000 * 10**9
+
+
+def write_dated(path, body, in_place=False):
+    """Writes body to path (in_place: over its bytes, the same inode) and
+    dates it FIXED_MTIME_NS."""
+    with open(path, "r+b" if in_place else "wb") as f:
+        f.write(body)
+    os.utime(path, ns=(FIXED_MTIME_NS, FIXED_MTIME_NS))
+
+
+def check_new_etag(srv, target, et1, lm1, body, what):
+    """The old ETag no longer matches target, now holding body with the same time."""
+    r = srv.get(target, ["If-None-Match: " + et1])
+    eq(r.status_line, OK, "the old ETag after the " + what)
+    eq(r.body, body, "the new content")
+    check(r.get("ETag") != et1, "the ETag did not change: %s" % et1)
+    eq(r.get("Last-Modified"), lm1, "Last-Modified (the same time)")
+    return r
+
+
 # The ETag was size and modification time only: a file replaced by another of
 # the same size and mtime to the nanosecond (a reproducible build, tar's whole
 # seconds) kept its tag, so If-None-Match got 304 and the old content stayed
@@ -316,20 +337,11 @@ def _(srv):
 @test("cond: a file replaced by one of the same size and mtime gets a new ETag", ["--cache-validate", "0"])
 def _(srv):
     path = os.path.join(srv.root.path, "replaced.txt")
-    stamp = (1700000000 * 10**9, 1700000000 * 10**9)
-    srv.root.write("replaced.txt", b"AAAA\n")
-    os.utime(path, ns=stamp)
+    write_dated(path, b"AAAA\n")
     et1, lm1 = validators(srv, "/replaced.txt")
-    tmp = path + ".new"
-    with open(tmp, "wb") as f:
-        f.write(b"BBBB\n")
-    os.utime(tmp, ns=stamp)
-    os.rename(tmp, path)
-    r = srv.get("/replaced.txt", ["If-None-Match: " + et1])
-    eq(r.status_line, OK, "the old ETag after the replacement")
-    eq(r.body, b"BBBB\n", "the new content")
-    check(r.get("ETag") != et1, "the ETag did not change: %s" % et1)
-    eq(r.get("Last-Modified"), lm1, "Last-Modified (the same time)")
+    write_dated(path + ".new", b"BBBB\n")
+    os.rename(path + ".new", path)
+    check_new_etag(srv, "/replaced.txt", et1, lm1, b"BBBB\n", "replacement")
 
 
 # The ETag was inode, modification time and size: a file rewritten in place
@@ -339,24 +351,16 @@ def _(srv):
 @test("cond: a file rewritten in place with the same size and mtime gets a new ETag", ["--cache-validate", "0"])
 def _(srv):
     path = os.path.join(srv.root.path, "rewritten.txt")
-    stamp = (1700000000 * 10**9, 1700000000 * 10**9)
-    srv.root.write("rewritten.txt", b"AAAA\n")
-    os.utime(path, ns=stamp)
+    write_dated(path, b"AAAA\n")
     before = os.stat(path)
     et1, lm1 = validators(srv, "/rewritten.txt")
     time.sleep(0.05)        # past a clock tick: coarse change times too
-    with open(path, "r+b") as f:
-        f.write(b"BBBB\n")
-    os.utime(path, ns=stamp)
+    write_dated(path, b"BBBB\n", in_place=True)
     st = os.stat(path)
-    eq((st.st_ino, st.st_size, st.st_mtime_ns), (before.st_ino, 5, stamp[1]), "the same inode, size and mtime")
+    eq((st.st_ino, st.st_size, st.st_mtime_ns), (before.st_ino, 5, FIXED_MTIME_NS), "the same inode, size and mtime")
     if st.st_ctime_ns == before.st_ctime_ns:
         raise TestSkip("this file system's change time did not move in 50 ms")
-    r = srv.get("/rewritten.txt", ["If-None-Match: " + et1])
-    eq(r.status_line, OK, "the old ETag after the rewrite")
-    eq(r.body, b"BBBB\n", "the new content")
-    check(r.get("ETag") != et1, "the ETag did not change: %s" % et1)
-    eq(r.get("Last-Modified"), lm1, "Last-Modified (the same time)")
+    r = check_new_etag(srv, "/rewritten.txt", et1, lm1, b"BBBB\n", "rewrite")
     r = srv.get("/rewritten.txt", ["If-None-Match: " + r.get("ETag")])
     eq(r.status_line, "HTTP/1.1 304 Not Modified", "the new ETag")
 
