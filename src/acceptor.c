@@ -100,19 +100,49 @@ void acceptor_stats(unsigned long *accepted, unsigned long *empty_wakeups)
  * and close, rather than leave clients hanging in the listen queue while
  * the accept thread sleeps (the nginx/libev "reserve fd" trick). */
 static int reserve_fd = -1;
-static struct io_waiter refuse_waiter;
 
 static void reserve_open(void)
 {
-    if (refuse_waiter.ev_fd == NULL && io_waiter_init(&refuse_waiter) < 0)
-        return;
     if (reserve_fd < 0)
         reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+struct acceptor {
+    int lfd;
+    struct depot *d;
+    pth_event_t ev_listen;      /* the listen socket or the stop pipe */
+    pth_event_t ev_client;      /* alone, not in ev_listen's ring: the wait at --max-connections */
+    /* the refused client's drain: each accept thread its own, since a Pth
+     * event waited on by two threads at once corrupts the scheduler's
+     * wait lists (two addresses can refuse at the same time once the
+     * reserve is taken back after an accept) */
+    struct io_waiter refuse_waiter;
+};
+
+static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *len)
+{
+    *len = sizeof *peer;
+#ifdef SOCK_NONBLOCK
+    return accept4(lfd, (struct sockaddr *)peer, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+#else
+    int fd = accept(lfd, (struct sockaddr *)peer, len);
+    if (fd >= 0) {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+            fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+    }
+    return fd;
+#endif
+}
+
 /* Out of descriptors: 1 if one waiting client got a 503, 0 if none was
  * waiting, -1 if the reserve is gone too or accept failed otherwise. */
-static int refuse_one(int lfd)
+static int refuse_one(struct acceptor *a)
 {
     static const char body[] =
         "<!DOCTYPE html>\n<html><head><title>503 Service Unavailable</title></head>\n"
@@ -123,7 +153,9 @@ static int refuse_one(int lfd)
         return -1;
     close(reserve_fd);
     reserve_fd = -1;
-    int fd = accept(lfd, NULL, NULL);
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    int fd = accept_nonblock(a->lfd, &peer, &peer_len);
     int nobody = fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     if (fd >= 0) {
         int n = snprintf(head, sizeof head,
@@ -138,7 +170,6 @@ static int refuse_one(int lfd)
          * could destroy the 503 before the client reads it: half-close and
          * drain what arrives within a moment first. */
         shutdown(fd, SHUT_WR);
-        fcntl(fd, F_SETFL, O_NONBLOCK);
         struct timeval until;
         io_deadline(&until, 0);
         until.tv_usec += 20000;          /* 20 ms: enough for a request in flight on the same host or LAN */
@@ -148,7 +179,7 @@ static int refuse_one(int lfd)
         }
         char sink[4096];
         for (int i = 0; i < 16; i++) {
-            ssize_t r = io_read(&refuse_waiter, fd, sink, sizeof sink, &until);
+            ssize_t r = io_read(&a->refuse_waiter, fd, sink, sizeof sink, &until);
             if (r <= 0)
                 break;
         }
@@ -156,21 +187,6 @@ static int refuse_one(int lfd)
     }
     reserve_open();
     return fd >= 0 ? 1 : nobody ? 0 : -1;
-}
-
-static int accept_nonblock(int lfd, struct sockaddr_storage *peer, socklen_t *len)
-{
-    *len = sizeof *peer;
-#ifdef SOCK_NONBLOCK
-    return accept4(lfd, (struct sockaddr *)peer, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-#else
-    int fd = accept(lfd, (struct sockaddr *)peer, len);
-    if (fd >= 0) {
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    return fd;
-#endif
 }
 
 /* Connections waiting in lfd's accept queue, or -1 where the system does
@@ -193,13 +209,6 @@ static int accept_queue_len(int lfd)
     return -1;
 }
 
-struct acceptor {
-    int lfd;
-    struct depot *d;
-    pth_event_t ev_listen;      /* the listen socket or the stop pipe */
-    pth_event_t ev_client;      /* alone, not in ev_listen's ring: the wait at --max-connections */
-};
-
 struct acceptor *acceptor_new(int lfd, struct depot *d)
 {
     struct acceptor *a = calloc(1, sizeof *a);
@@ -217,11 +226,13 @@ struct acceptor *acceptor_new(int lfd, struct depot *d)
     pth_event_t ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, stop_pipe[0]);
     a->ev_listen = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
     a->ev_client = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
-    if (ev_stop == NULL || a->ev_listen == NULL || a->ev_client == NULL) {
+    if (ev_stop == NULL || a->ev_listen == NULL || a->ev_client == NULL ||
+        io_waiter_init(&a->refuse_waiter) < 0) {
         log_errno(LOG_ERROR, "acceptor: cannot create wait events");
         pth_event_free(ev_stop, PTH_FREE_THIS);         /* each a no-op if NULL */
         pth_event_free(a->ev_listen, PTH_FREE_THIS);
         pth_event_free(a->ev_client, PTH_FREE_THIS);
+        io_waiter_free(&a->refuse_waiter);              /* safe if never set up */
         free(a);
         return NULL;
     }
@@ -318,7 +329,7 @@ void acceptor_run(struct acceptor *a)
                     continue;
                 /* out of descriptors or memory: answer 503 with the reserve
                  * descriptor if we can, and back off instead of spinning */
-                int refused = out_of_fds ? refuse_one(lfd) : -1;
+                int refused = out_of_fds ? refuse_one(a) : -1;
                 if (refused != 0) {
                     if (emfile_count++ % 100 == 0) {
                         errno = e;

@@ -107,6 +107,18 @@ static int resolve(const char *host, long port, struct addrinfo **res, char *why
     hints.ai_flags = AI_PASSIVE;
     snprintf(port_str, sizeof port_str, "%ld", port);
     *res = NULL;
+    /* getaddrinfo takes inet_aton's old forms as numbers: 0177.0.0.1 is
+     * octal for 127.0.0.1, 010.0.0.1 is 8.0.0.1, 127.1 and 0x7f000001 are
+     * 127.0.0.1.  No host name looks like that, and a bind to an address
+     * other than the one written is not what anyone meant. */
+    struct addrinfo numeric = { .ai_family = AF_INET, .ai_flags = AI_NUMERICHOST };
+    struct addrinfo *loose = NULL;
+    if (getaddrinfo(host, NULL, &numeric, &loose) == 0) {
+        freeaddrinfo(loose);
+        snprintf(why, why_len, "'%s' is not an IPv4 address in dotted-decimal form "
+                 "(four numbers 0-255 without leading zeros)", host);
+        return -1;
+    }
     int rc = getaddrinfo(host, port_str, &hints, res);
     if (rc != 0 || *res == NULL) {
         snprintf(why, why_len, "cannot resolve '%s': %s", host, gai_strerror(rc));

@@ -173,6 +173,10 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd,
          * first --listing-max are chosen, and whether it names a directory
          * out there is not told */
         int link_kind = -2;
+#ifdef DT_FIFO
+        if (de->d_type == DT_FIFO || de->d_type == DT_SOCK || de->d_type == DT_CHR || de->d_type == DT_BLK)
+            continue;               /* a request for it gets 403: not a link worth showing */
+#endif
 #ifdef DT_LNK
         if (de->d_type == DT_LNK && (link_kind = static_file_entry_kind(dir_path, de->d_name)) < 0)
             continue;

@@ -383,6 +383,13 @@ static int open_served(const char *rel, struct stat *st)
     return open_and_stat(rel, read_flags, st);
 }
 
+/* A failure that says nothing of the entry itself: it is listed, as a
+ * request for it might well succeed. */
+static int short_of_resources(int e)
+{
+    return e == EMFILE || e == ENFILE || e == ENOMEM;
+}
+
 /* static_file_entry_kind without /proc/self/fd: by name, as
  * resolved_inside_root checks a request.  Apart, so that its buffers are on
  * the stack only where it runs. */
@@ -392,12 +399,12 @@ static int entry_kind_by_name(const char *rel)
     struct stat st;
     int n = snprintf(full, sizeof full, "%s/%s", root_real, rel);
     if (n < 0 || (size_t)n >= sizeof full)
-        return 0;
-    if (realpath(full, resolved) == NULL)
-        return errno == ENOENT || errno == ELOOP ? -1 : 0;
-    if (!cfg.symlinks_outside && !path_inside_root(resolved))
         return -1;
-    return stat(resolved, &st) == 0 && S_ISDIR(st.st_mode);
+    if (realpath(full, resolved) == NULL || stat(resolved, &st) != 0)
+        return short_of_resources(errno) ? 0 : -1;
+    if ((!cfg.symlinks_outside && !path_inside_root(resolved)) || is_special(&st))
+        return -1;
+    return S_ISDIR(st.st_mode);
 }
 
 int static_file_entry_kind(const char *dir_path, const char *name)
@@ -409,16 +416,16 @@ int static_file_entry_kind(const char *dir_path, const char *name)
     const char *dir = dir_path[0] == '/' ? dir_path + 1 : dir_path;
     int n = snprintf(rel, sizeof rel, "%s%s%s", dir, dir[0] != '\0' ? "/" : "", name);
     if (n < 0 || (size_t)n >= sizeof rel)
-        return 0;
+        return -1;      /* a request for it would get 404 */
 #ifdef HAVE_REOPEN_BY_FD
     if (proc_fd_dir >= 0) {
         /* opened as a request for it would be, O_PATH: nothing is read */
         struct stat st;
         int fd = open_and_stat(rel, O_PATH | O_CLOEXEC, &st);
         if (fd == OPEN_SPECIAL)
-            return 0;
-        if (fd < 0)     /* out of the root, or nothing there (a request would get 403 or 404) */
-            return errno == EXDEV || errno == ENOENT || errno == ELOOP ? -1 : 0;
+            return -1;  /* a FIFO, socket or device: 403 */
+        if (fd < 0)     /* out of the root, leading nowhere (through a file too), or not searchable: 403 or 404 */
+            return short_of_resources(errno) ? 0 : -1;
         close(fd);
         return S_ISDIR(st.st_mode);
     }

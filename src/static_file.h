@@ -29,8 +29,9 @@ int status_for_errno(int e);
 /* For a listing's symbolic links: what a request for name, in the directory
  * at decoded path dir_path ("/" or "/a/b"), would find: 1 a directory, 0
  * anything else, -1 nothing it could serve: a link out of the root (unless
- * --symlinks-outside-root), whose type would tell about a file outside, or
- * one that leads nowhere.  The listing leaves those out. */
+ * --symlinks-outside-root), whose type would tell about a file outside, one
+ * that leads nowhere or into a directory the server cannot search, or a
+ * FIFO, socket or device (403).  The listing leaves those out. */
 int static_file_entry_kind(const char *dir_path, const char *name);
 
 #endif

@@ -99,6 +99,15 @@ def _(srv):
     check(out.startswith("cowd ") and re.search(r"\b(epoll|libevent|select) backend\b", out),
           "version line names the backend: %r" % out)
     check(re.search(r"\b(epoll|poll) park\b", out), "version line names the park: %r" % out)
+    # scripts/test says which build each variant must be
+    for what in ("backend", "park"):
+        want = os.environ.get("COWD_EXPECT_" + what.upper())
+        if want:
+            check(re.search(r"\b%s %s\b" % (re.escape(want), what), out),
+                  "this variant's binary has the %s %s: %r" % (want, what, out))
+    if os.environ.get("COWD_EXPECT_ASAN"):
+        with open(COWD, "rb") as f:
+            check(b"__asan_init" in f.read(), "this variant's binary is built with AddressSanitizer")
 
 
 @test("cli: a feature left out of this build (--enable-minimal) is refused at start-up, naming it")
@@ -174,6 +183,11 @@ def _(srv):
         # IPv6 without brackets was split at its last colon and served
         (["--listen", "::1:%d" % free_port(), "--root", srv.root_dir], "[ADDR]:PORT"),
         (["--listen", ":::%d" % free_port(), "--root", srv.root_dir], "[ADDR]:PORT"),
+        # inet_aton's forms went to getaddrinfo, which took them as numbers:
+        # 0177.0.0.1 (octal) served on 127.0.0.1, 127.1 too
+        (["--listen", "0177.0.0.1:%d" % free_port(), "--root", srv.root_dir], "0177.0.0.1"),
+        (["--listen", "127.1:%d" % free_port(), "--root", srv.root_dir], "127.1"),
+        (["--listen", "0x7f000001:%d" % free_port(), "--root", srv.root_dir], "0x7f000001"),
         (["--max-header-size", "12q"], "--max-header-size"),
         (["--log-level", "loud"], "--log-level"),
         (["--index", "a/b"], "--index"),

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WRAPPER, TestFailure, TestSkip, check, eq,
+from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WRAPPER, TestFailure, TestSkip, check, children_of, eq,
                       free_port, preloaded_faults, request, test)
 
 LIMIT = 64
@@ -341,3 +341,77 @@ def _(srv):
         eq(st, 200, "GET with --max-connections %d under a limit of 1000 (log: %s)" % (max_conns, log[-800:]))
         eq("descriptor limit of 1000 is below" in log, warned,
            "warning with --max-connections %d under a limit of 1000" % max_conns)
+
+
+# Two accept threads (two addresses) shared one Pth wait event for the
+# refused client's drain.  Since the reserve is taken back after an accepted
+# connection, the second could refuse while the first still drained (up to
+# 20 ms); both registered the one event and the worker's scheduler spun at
+# 100 % CPU (its timer heap held the event twice), serving no one.
+@test("exhaustion: two addresses refusing at the same time: the worker goes on serving both")
+def _(srv):
+    p1, p2 = free_port(), free_port()
+    proc, err = start_with_nofile(LIMIT, (p1, p2), srv.root_dir)
+    hold = []
+    try:
+        deadline = time.time() + 10 * SLOW
+        while not (status_on(p1, 1.0 * SLOW) == 200 and status_on(p2, 1.0 * SLOW) == 200):
+            check(proc.poll() is None and time.time() < deadline, "cowd up on both addresses")
+            time.sleep(0.05)
+        head = b"GET /hello.txt HTTP/1.1\r\n"      # begun, never finished: holds a descriptor
+        for attempt in range(8):
+            # out of descriptors, with clients queued on the first address:
+            # its accept thread refuses them one by one, 20 ms each (each
+            # sent a request line and waits for its answer)
+            while len(hold) < LIMIT + 20:
+                h = socket.create_connection(("127.0.0.1", p1), timeout=5)
+                h.sendall(head)
+                hold.append(h)
+            time.sleep(0.2)
+            # two descriptors come free while it refuses: the second
+            # address accepts one client, takes the reserve back and must
+            # refuse the next one at once
+            for h in hold[:2]:
+                h.close()
+            del hold[:2]
+            time.sleep(0.002)
+            for _ in range(2):
+                h = socket.create_connection(("127.0.0.1", p2), timeout=5)
+                h.sendall(head)
+                hold.append(h)
+            time.sleep(0.05)
+            # refused clients were answered and closed: drop them
+            kept = []
+            for h in hold:
+                h.setblocking(False)        # (a timeout would make Python wait for the peek)
+                try:
+                    h.recv(1, socket.MSG_PEEK)      # an answer or EOF
+                    h.close()
+                except BlockingIOError:
+                    h.settimeout(5)
+                    kept.append(h)                  # accepted, waiting for the rest of its head
+                except OSError:
+                    h.close()
+            hold[:] = kept
+    finally:
+        for h in hold:
+            h.close()
+    try:
+        deadline = time.time() + 10 * SLOW
+        statuses = None
+        while time.time() < deadline:
+            statuses = [status_on(p, 1.0 * SLOW) for p in (p1, p2)]
+            if statuses == [200, 200]:
+                break
+            time.sleep(0.1)
+        eq(statuses, [200, 200], "GET on both addresses once the clients are gone")
+        workers = children_of(proc.pid)
+        check(workers, "worker found")
+        before = cpu_seconds(workers[0])
+        time.sleep(1.0)
+        used = cpu_seconds(workers[0]) - before
+        check(used < 0.3, "worker CPU while idle: %.2f s in 1 s" % used)
+    finally:
+        log = stop_and_read(proc, err)
+    for mark in SANITIZER_MARKS:
+        check(mark not in log, "sanitizer report: %s" % log[-1500:])

@@ -779,6 +779,31 @@ def _(srv):
     eq(srv.get("/links/out-dir/").status, 403, "the link out of the root")
 
 
+# Before: only a link whose target was missing (ENOENT), looping or out of
+# the root (EXDEV) was left out; one through a file ("file/x": ENOTDIR) was
+# listed, out of the root or not, and so were FIFOs and sockets: each a link
+# to a 403 or 404.
+@test("dir: --listing leaves out links through a file, FIFOs and sockets", args=["--listing"])
+def _(srv):
+    d = os.path.join(srv.root.path, "deadends")
+    os.makedirs(d, exist_ok=True)
+    os.symlink("../hello.txt/x", os.path.join(d, "through-file"))
+    os.symlink(os.path.join(srv.root.outside, "secret.txt", "x"), os.path.join(d, "out-through-file"))
+    os.mkfifo(os.path.join(d, "fifo"))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(os.path.join(d, "sock"))
+        srv.root.write("deadends/ok.txt", b"ok")
+        r = srv.get("/deadends/")
+        eq(r.status_line, OK, "status")
+        hrefs = [h for h, _ in re.findall(r'<a href="([^"]*)">([^<]*)</a>', r.body.decode("utf-8"))]
+        eq(hrefs, ["../", "ok.txt"], "entries")
+        for name in ("through-file", "out-through-file", "fifo", "sock"):
+            check(srv.get("/deadends/" + name).status in (403, 404), "a request for %s is refused" % name)
+    finally:
+        sock.close()
+
+
 @test("dir: --listing with --symlinks-outside-root lists links out of the root",
       args=["--listing", "--symlinks-outside-root"])
 def _(srv):
