@@ -397,6 +397,7 @@ void acceptor_run(struct acceptor *a)
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);
     pth_event_free(ev_client, PTH_FREE_THIS);
+    io_waiter_free(&a->refuse_waiter);
     close(lfd);
     free(a);
 }

@@ -3,7 +3,7 @@
 import time
 
 import cowdtest
-from cowdtest import (DIGITS, HELLO, NUMBERED, check, eq, request, test)
+from cowdtest import (DIGITS, HELLO, INDEX, NUMBERED, check, eq, request, test)
 
 LIMITS = ["--max-headers", "10", "--max-uri", "200", "--max-header-size", "2048"]
 
@@ -91,6 +91,7 @@ def _(srv):
     eq(r.body, DIGITS, "with query")
     r = srv.get("http://example.com", host="other.example")
     eq(r.status, 200, "empty path means /")
+    eq(r.body, INDEX, "the root's index for an empty path")
 
 
 @test("parse: too many header fields is 431", args=LIMITS)
