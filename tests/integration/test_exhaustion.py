@@ -9,8 +9,8 @@ import subprocess
 import tempfile
 import time
 
-from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WRAPPER, TestFailure, TestSkip, check, children_of, eq,
-                      free_port, preloaded_faults, request, test)
+from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WORKER_DIED, WRAPPER, TestFailure, TestSkip, check,
+                      children_of, eq, free_port, preloaded_faults, request, test)
 
 LIMIT = 64
 
@@ -358,7 +358,9 @@ def _(srv):
         while not (status_on(p1, 1.0 * SLOW) == 200 and status_on(p2, 1.0 * SLOW) == 200):
             check(proc.poll() is None and time.time() < deadline, "cowd up on both addresses")
             time.sleep(0.05)
+        worker = children_of(proc.pid)
         head = b"GET /hello.txt HTTP/1.1\r\n"      # begun, never finished: holds a descriptor
+        second_refused = 0
         for attempt in range(8):
             # out of descriptors, with clients queued on the first address:
             # its accept thread refuses them one by one, 20 ms each (each
@@ -375,17 +377,20 @@ def _(srv):
                 h.close()
             del hold[:2]
             time.sleep(0.002)
+            second = []
             for _ in range(2):
                 h = socket.create_connection(("127.0.0.1", p2), timeout=5)
                 h.sendall(head)
                 hold.append(h)
+                second.append(h)
             time.sleep(0.05)
             # refused clients were answered and closed: drop them
             kept = []
             for h in hold:
                 h.setblocking(False)        # (a timeout would make Python wait for the peek)
                 try:
-                    h.recv(1, socket.MSG_PEEK)      # an answer or EOF
+                    answer = h.recv(12, socket.MSG_PEEK)        # an answer or EOF
+                    second_refused += h in second and answer == b"HTTP/1.1 503"
                     h.close()
                 except BlockingIOError:
                     h.settimeout(5)
@@ -406,7 +411,7 @@ def _(srv):
             time.sleep(0.1)
         eq(statuses, [200, 200], "GET on both addresses once the clients are gone")
         workers = children_of(proc.pid)
-        check(workers, "worker found")
+        eq(workers, worker, "the worker (not a restarted one)")
         before = cpu_seconds(workers[0])
         time.sleep(1.0)
         used = cpu_seconds(workers[0]) - before
@@ -415,3 +420,6 @@ def _(srv):
         log = stop_and_read(proc, err)
     for mark in SANITIZER_MARKS:
         check(mark not in log, "sanitizer report: %s" % log[-1500:])
+    check(not WORKER_DIED.search(log), "a worker died: %s" % log[-1500:])
+    if second_refused == 0:
+        raise TestSkip("the second address never had to refuse: the race was not reached")

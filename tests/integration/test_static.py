@@ -790,6 +790,11 @@ def _(srv):
     os.symlink("../hello.txt/x", os.path.join(d, "through-file"))
     os.symlink(os.path.join(srv.root.outside, "secret.txt", "x"), os.path.join(d, "out-through-file"))
     os.mkfifo(os.path.join(d, "fifo"))
+    os.symlink("fifo", os.path.join(d, "to-fifo"))
+    # what a request can serve stays listed: a file the server may not read
+    # is a 403 but found by the same look (no read needed)
+    srv.root.write("deadends/locked.txt", b"locked")
+    os.chmod(os.path.join(d, "locked.txt"), 0)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(os.path.join(d, "sock"))
@@ -797,8 +802,8 @@ def _(srv):
         r = srv.get("/deadends/")
         eq(r.status_line, OK, "status")
         hrefs = [h for h, _ in re.findall(r'<a href="([^"]*)">([^<]*)</a>', r.body.decode("utf-8"))]
-        eq(hrefs, ["../", "ok.txt"], "entries")
-        for name in ("through-file", "out-through-file", "fifo", "sock"):
+        eq(hrefs, ["../", "locked.txt", "ok.txt"], "entries")
+        for name in ("through-file", "out-through-file", "fifo", "to-fifo", "sock"):
             check(srv.get("/deadends/" + name).status in (403, 404), "a request for %s is refused" % name)
     finally:
         sock.close()

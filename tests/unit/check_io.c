@@ -67,7 +67,7 @@ START_TEST(a_deadline_one_second_away_times_out_after_a_second)
     double waited = seconds(&end) - seconds(&start);
     /* a deadline from the wrong clock (monotonic: 1970 to Pth) would time
      * out at once; the coarse clock may cost at most a tick */
-    ck_assert_msg(waited >= 0.9 && waited < 1.5, "timed out after %.3f s, deadline was 1 s", waited);
+    ck_assert_msg(waited >= 0.9 && waited < 3.0, "timed out after %.3f s, deadline was 1 s", waited);
 }
 END_TEST
 
