@@ -383,13 +383,6 @@ static int open_served(const char *rel, struct stat *st)
     return open_and_stat(rel, read_flags, st);
 }
 
-/* A failure that says nothing of the entry itself: it is listed, as a
- * request for it might well succeed. */
-static int short_of_resources(int e)
-{
-    return e == EMFILE || e == ENFILE || e == ENOMEM;
-}
-
 /* static_file_entry_kind without /proc/self/fd: by name, as
  * resolved_inside_root checks a request.  Apart, so that its buffers are on
  * the stack only where it runs. */
@@ -401,7 +394,7 @@ static int entry_kind_by_name(const char *rel)
     if (n < 0 || (size_t)n >= sizeof full)
         return -1;
     if (realpath(full, resolved) == NULL || stat(resolved, &st) != 0)
-        return short_of_resources(errno) ? 0 : -1;
+        return status_for_errno(errno) == 503 ? 0 : -1;     /* short of resources: it may serve */
     if ((!cfg.symlinks_outside && !path_inside_root(resolved)) || is_special(&st))
         return -1;
     return S_ISDIR(st.st_mode);
@@ -425,7 +418,7 @@ int static_file_entry_kind(const char *dir_path, const char *name)
         if (fd == OPEN_SPECIAL)
             return -1;  /* a FIFO, socket or device: 403 */
         if (fd < 0)     /* out of the root, leading nowhere (through a file too), or not searchable: 403 or 404 */
-            return short_of_resources(errno) ? 0 : -1;
+            return status_for_errno(errno) == 503 ? 0 : -1;
         close(fd);
         return S_ISDIR(st.st_mode);
     }
