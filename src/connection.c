@@ -492,7 +492,9 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                     break;
                 seen = have;
             }
-            c->idle = !started && c->requests > 0;
+            /* idle: a graceful stop may end this wait (worker.c), for a
+             * connection that never sent a request too once the stop began */
+            c->idle = !started && (c->requests > 0 || conn_stopping);
             /* Waiting for the first byte of a request: park the socket
              * instead of holding this handler thread (park.h).  Not
              * started, nothing is buffered but maybe the lone CR of an
@@ -510,7 +512,10 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                 if (park_connection(&idle, c->requests == 0 ? cfg.header_timeout
                                                             : cfg.keepalive_timeout) == 0)
                     return;         /* the park thread owns fd now */
-                rr = read_more(c, &deadline, &wait_start, 0);   /* lot full: wait here */
+                /* Refused (lot full, epoll_ctl failed): wait here, still
+                 * idle, so that a graceful stop ends this wait at once. */
+                c->idle = !started && (c->requests > 0 || conn_stopping);
+                rr = read_more(c, &deadline, &wait_start, 0);
             }
             c->idle = 0;
             int at_handover = first_read && !c->read_waited;

@@ -8,7 +8,14 @@
  * descriptor with sendfile; if one shrinks mid-send the connection is closed
  * rather than padded.  Entries in use by a sending thread are refcounted, so
  * eviction never closes a descriptor or frees memory under a sender.
- * Allocation happens only on a miss; a hit allocates nothing. */
+ * Allocation happens only on a miss; a hit allocates nothing.
+ *
+ * Both stats around a copy agree even when a write ran during it: Linux
+ * sets a write's times before it copies the data, and a read does not wait
+ * for a writer.  A copy taken within FC_RACY_SECS of the file's last change
+ * may thus be torn (git's "racy" entries); it is served, checked every
+ * second whatever --cache-validate says, and read again once the change is
+ * more than FC_RACY_SECS old. */
 #include "filecache.h"
 
 #include <errno.h>
@@ -193,7 +200,16 @@ static int same_file(const struct fc_entry *e, const struct stat *st)
  * checked again until the clock caught up, whatever --cache-validate says. */
 static int revalidation_due(const struct fc_entry *e, time_t now)
 {
-    return now < e->checked || now - e->checked >= (time_t)fc.validate;
+    time_t every = e->racy && fc.validate > 1 ? 1 : (time_t)fc.validate;
+    return now < e->checked || now - e->checked >= every;
+}
+
+/* Changed recently enough that a write may have run while it was copied:
+ * times are read at whole seconds (now, and a coarse file system's) */
+#define FC_RACY_SECS 2
+static int changed_lately(const struct timespec *ctime, time_t now)
+{
+    return ctime->tv_sec >= now - FC_RACY_SECS;
 }
 
 struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
@@ -211,8 +227,9 @@ struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
         struct stat st;
         /* stat the path, not the descriptor: a file replaced by rename()
          * keeps the old inode alive behind our descriptor */
-        if (fstatat(fc.root_fd, e->rel, &st, 0) < 0 || !same_file(e, &st)) {
-            fc.stale++;
+        if (fstatat(fc.root_fd, e->rel, &st, 0) < 0 || !same_file(e, &st) ||
+            (e->racy && !changed_lately(&e->ctime, now))) {
+            fc.stale++;         /* changed, or a copy that may be torn: read again */
             entry_drop(e);
             return NULL;
         }
@@ -346,6 +363,7 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
         if (data != NULL && looked) {
             e->data = data;
             e->mem += (size_t)e->size;
+            e->racy = changed_lately(&again.st_ctim, now);
         } else {
             free(data);
         }

@@ -32,6 +32,7 @@ struct fc_entry {
     struct timespec ctime;
     mode_t mode;
     time_t checked;             /* last revalidation */
+    int racy;                   /* data copied within FC_RACY_SECS of a change (filecache.c) */
     unsigned refs;
     int dead;                   /* unlinked from the table, freed when refs drops to 0 */
     size_t mem;                 /* bytes accounted against the cache size */

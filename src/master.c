@@ -308,12 +308,15 @@ static void reap(void)
 }
 
 /* Once a slot's new worker is ready, the old worker it replaces stops
- * gracefully; one that outlives its --shutdown-timeout is killed. */
-static void retire_old(double t)
+ * gracefully (not while the master stops: its SIGTERM went to all); one
+ * that outlives its --shutdown-timeout is killed, during a stop too: its
+ * deadline would otherwise stay in the past, and the master's wait with it
+ * (a wake-up every millisecond until the master's own deadline). */
+static void retire_old(double t, int stopping_all)
 {
     for (unsigned i = 0; i < n_old; i++) {
         struct old_worker *o = &old[i];
-        if (!o->stopped && slots[o->slot].pid > 0 && slots[o->slot].ready) {
+        if (!o->stopped && !stopping_all && slots[o->slot].pid > 0 && slots[o->slot].ready) {
             o->stopped = 1;
             o->kill_at = t + cfg.shutdown_timeout + 5;
             if (kill(o->pid, SIGTERM) < 0 && errno != ESRCH)
@@ -424,8 +427,7 @@ int master_run(const struct master_setup *ms)
             signal_all(SIGTERM);
             close_listeners();
         }
-        if (!stopping)
-            retire_old(t);
+        retire_old(t, stopping);
         if (stopping && alive() == 0)
             break;
         if (stopping && t >= kill_at) {
@@ -434,7 +436,7 @@ int master_run(const struct master_setup *ms)
             kill_at = t + 3600;
         }
         double next = t + 1;
-        if (!ready && started_at + STARTUP_WAIT < next)
+        if (!ready && !stopping && started_at + STARTUP_WAIT < next)   /* no start-up to end */
             next = started_at + STARTUP_WAIT;
         for (unsigned s = 0; s < cfg.workers; s++)
             if (slots[s].pid > 0 && !slots[s].ready && t - slots[s].started < READY_QUICK &&

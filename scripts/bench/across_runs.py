@@ -73,6 +73,9 @@ def read_run(run_dir):
             }
             if fnum(r.get("reps")) is not None:       # (summary.csv before run 111 has none)
                 m["reps"] = int(fnum(r["reps"]))
+            if fnum(r.get("replies")) is not None:    # (before run 118 none: errors
+                m["replies"] = fnum(r["replies"])     #  then go unjudged)
+                m["errors"] = fnum(r["errors"])
     return rows
 
 

@@ -54,17 +54,17 @@ steal_pct() {
             printf "%.1f", 100 * (y[2] - x[2]) / (y[1] - x[1]) }'
 }
 
-# parse_bench_line "BENCH k=v ...": sets requests, duration_us, err_connect,
-# err_read, err_write, err_status, err_timeout, lat_mean_us, lat_p99_us (0
-# when absent) and matched (-1 when absent) from bench.lua's summary line;
-# the caller declares them local.
+# parse_bench_line "BENCH k=v ...": sets requests, duration_us, bytes,
+# err_connect, err_read, err_write, err_status, err_timeout, lat_mean_us,
+# lat_p99_us (0 when absent) and matched (-1 when absent) from bench.lua's
+# summary line; the caller declares them local.
 parse_bench_line() {
     local kv
-    requests=0 duration_us=0 err_connect=0 err_read=0 err_write=0 err_status=0
+    requests=0 duration_us=0 bytes=0 err_connect=0 err_read=0 err_write=0 err_status=0
     err_timeout=0 lat_mean_us=0 lat_p99_us=0 matched=-1
     for kv in ${1#BENCH }; do
         case ${kv%%=*} in
-            requests|duration_us|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us|matched)
+            requests|duration_us|bytes|err_connect|err_read|err_write|err_status|err_timeout|lat_mean_us|lat_p99_us|matched)
                 printf -v "${kv%%=*}" '%s' "${kv#*=}" ;;
         esac
     done

@@ -16,6 +16,7 @@ cowd (and cowd+log) for that row's metric.
 """
 import csv
 import os
+import re
 import statistics
 import sys
 
@@ -23,7 +24,8 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from steal import SIDES, STEAL_NOTABLE, steal_summary, steal_values  # noqa: E402
 from targets import (PEER_EXCLUDE, TARGET_EFFICIENCY, TARGET_THROUGHPUT,  # noqa: E402
-                     absent_peers, best_peer, check_row, cowd_short, row_rank, shown_kind)
+                     absent_peers, best_peer, check_row, cowd_erred, cowd_short, row_rank,
+                     shown_kind)
 
 OUT = sys.argv[1]
 ORDER = (sys.argv[2].split(",") if len(sys.argv) > 2 else
@@ -82,16 +84,45 @@ def median(vals):
     return statistics.median(vals) if vals else None
 
 
+def set_aside_reason(r):
+    """Why a run's figures cannot be judged, or None if they can: the server
+    died during it (its CPU time is then that of a dead process tree, read
+    as 0, so replies per CPU-second would come out at any value), its CPU
+    time is negative, or, in (e), it did not hold every idle connection
+    from before wrk started to after wrk ended (it did less work than the
+    workload asks).  Such a run counts as not made, like a failed one."""
+    note = r.get("note") or ""
+    if "server died" in note:
+        return "server died during the run"
+    cpu = fnum(r.get("cpu_s"))
+    if cpu is not None and cpu < 0:
+        return "negative CPU time"
+    served = re.search(r"idle served=(\d+)/(\d+)", note)
+    if served and int(served.group(1)) < int(served.group(2)):
+        return "not every idle connection was served"
+    alive = re.search(r"alive after=(\S+)", note)
+    if served and (alive is None or not alive.group(1).isdigit()):
+        return "idle connections not counted after the run"
+    if served and alive and int(alive.group(1)) < int(served.group(1)):
+        return "idle connections closed during the run"
+    return None
+
+
 def summarize_runs(rows):
-    """-> dict (workload, label) -> dict server -> metrics"""
+    """-> dict (workload, label) -> dict server -> metrics.  Runs with no
+    duration (failed) or set aside (set_aside_reason) are not counted in
+    'reps' nor in any figure; 'set_aside' lists the reasons of the latter."""
     groups = {}
     for r in rows:
         groups.setdefault((r["workload"], r["label"], r["server"]), []).append(r)
     out = {}
     for (wl, label, server), rs in groups.items():
-        good = [r for r in rs if fnum(r["duration_s"], 0) > 0]
+        ran = [r for r in rs if fnum(r["duration_s"], 0) > 0]
+        aside = [set_aside_reason(r) for r in ran]
+        good = [r for r, why in zip(ran, aside) if why is None]
         notes = sorted({r["note"] for r in rs if r.get("note")})
-        m = {"reps": len(good), "note": "; ".join(notes)}
+        m = {"reps": len(good), "note": "; ".join(notes),
+             "set_aside": sorted(why for why in aside if why)}
         if good:
             m["rps"] = median([fnum(r["rps"]) for r in good])
             m["rps_min"] = min(fnum(r["rps"], 0) for r in good)
@@ -109,6 +140,7 @@ def summarize_runs(rows):
             m["per_cpu_s"] = 1000 / m["cpu_per_1k"] if m["cpu_per_1k"] else None
             if cpk and min(cpk) > 0:
                 m["per_cpu_s_min"], m["per_cpu_s_max"] = 1000 / max(cpk), 1000 / min(cpk)
+            m["bytes_per_reply"] = median([fnum(r.get("bytes_per_reply")) for r in good])
             m["rss_mib"] = median([fnum(r["rss_kb"], 0) / 1024 for r in good])
             m["cpu_pct"] = median([100 * fnum(r["cpu_s"], 0) / fnum(r["duration_s"])
                                    for r in good])
@@ -224,8 +256,39 @@ def ratio_line(per_server):
             f"replies per server-CPU-second **{ratio(c.get('per_cpu_s'), ev, 'efficiency')}** (best: {es})")
 
 
+BYTES_TOLERANCE = 0.03   # replies this much smaller than a peer's: flagged
+
+
+def smaller_replies(wl, per):
+    """-> (cowd's bytes per reply, peer, the peer's) when cowd's replies on
+    this row average more than BYTES_TOLERANCE fewer bytes (headers and
+    bodies, as wrk read them) than those of the best peer on throughput or
+    efficiency: the same files, so a gap means shorter headers or a
+    different share of the mix's files, and cowd did less work.  None
+    otherwise, and for (f), whose 400 pages are each server's own."""
+    mine = per.get("cowd", {}).get("bytes_per_reply")
+    if wl == "f" or not mine:
+        return None
+    for key in ("rps", "per_cpu_s"):
+        peer, _ = best_peer(per, key)
+        theirs = per.get(peer, {}).get("bytes_per_reply") if peer else None
+        if theirs and mine < (1 - BYTES_TOLERANCE) * theirs:
+            return mine, peer, theirs
+    return None
+
+
+def start_failures_of(rows):
+    """-> dict workload -> server -> failed starts (start_for's rows)."""
+    out = {}
+    for r in rows:
+        if r["label"] == "-" and "start failed" in (r.get("note") or ""):
+            per = out.setdefault(r["workload"], {})
+            per[r["server"]] = per.get(r["server"], 0) + 1
+    return out
+
+
 # The issue's targets, checked row by row with targets.check_row.
-def targets_table(headline):
+def targets_table(headline, start_failures):
     rows = ["## Targets", "",
             f"Efficiency >= {TARGET_EFFICIENCY:.2f} x the best peer, throughput >= "
             f"{TARGET_THROUGHPUT:.2f} x, p99 no higher than the lowest peer p99 "
@@ -270,10 +333,30 @@ def targets_table(headline):
         if cowd_short(per):
             caveats.append(f"{wl} ({label}): cowd has a result from {c.get('reps', 0)} runs, "
                            "fewer than a peer: every target of the row counts as missed")
+        erred = cowd_erred(per)
+        if erred:
+            mine, low, peer = erred
+            caveats.append(f"{wl} ({label}): cowd failed {100 * mine:.3g} % of its requests "
+                           f"({c.get('errors')} errors), {peer} {100 * low:.3g} %: every target "
+                           "of the row counts as missed")
+        for s in sorted(per, key=server_rank):
+            aside = per[s].get("set_aside")
+            if aside:
+                caveats.append(f"{wl} ({label}): {len(aside)} run(s) of {s} not counted ("
+                               + "; ".join(sorted(set(aside))) + ")")
+        for s, n in sorted(start_failures.get(wl, {}).items(), key=lambda i: server_rank(i[0])):
+            caveats.append(f"{wl} ({label}): {s} failed to start {n} time(s) for this "
+                           f"workload (raw/{s}-{wl}-start-failure.log)")
         absent = absent_peers(per)
         if absent:
             caveats.append(f"{wl} ({label}): no replies from {', '.join(absent)}: "
                            "compared with the other peers only")
+        smaller = smaller_replies(wl, per)
+        if smaller:
+            mine, peer, theirs = smaller
+            caveats.append(f"{wl} ({label}): cowd's replies averaged {mine:,.0f} bytes, "
+                           f"{peer}'s {theirs:,.0f} ({100 * (1 - mine / theirs):.1f} % less "
+                           "to send): not quite the same work")
         rows.append(f"| {wl}: {label} | {eff_text} | "
                     f"{thr_text} | {p99_text} |")
     rows.append("")
@@ -303,7 +386,8 @@ def paired_rounds(rows):
     for r in rows:
         # the same per-run figures summarize_runs takes medians of
         replies, cpu, rps = fnum(r["replies"], 0), fnum(r["cpu_s"], 0), fnum(r["rps"], 0)
-        if replies > 0 and cpu > 0 and rps > 0 and fnum(r["duration_s"], 0) > 0:
+        if (replies > 0 and cpu > 0 and rps > 0 and fnum(r["duration_s"], 0) > 0
+                and set_aside_reason(r) is None):
             by.setdefault((r["workload"], r["label"]), {}).setdefault(
                 r["server"], {})[r["rep"]] = (rps, replies / cpu)
     out = {}
@@ -511,17 +595,17 @@ def main():
                 continue
             md.append(f"**{label}**")
             md.append("")
-            md.append("| server | replies/s | errors | latency avg ms | latency p99 ms | "
-                      "CPU s / 1k replies | replies / CPU s | server CPU % | client CPU % | "
-                      "steal % (server / client CPU) | RSS MiB | runs | note |")
-            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+            md.append("| server | replies/s | errors | bytes / reply | latency avg ms | "
+                      "latency p99 ms | CPU s / 1k replies | replies / CPU s | server CPU % | "
+                      "client CPU % | steal % (server / client CPU) | RSS MiB | runs | note |")
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
             for s in sorted(per, key=server_rank):
                 m = per[s]
                 rps = fmt(m.get("rps"))
                 if m["reps"] > 1:
                     rps += f" ({fmt(m['rps_min'])}–{fmt(m['rps_max'])})"
                 md.append(f"| {s} | {rps} | {m.get('errors', '–')} | "
-                          f"{fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
+                          f"{fmt(m.get('bytes_per_reply'))} | {fmt(m.get('lat_avg'), 2)} | {fmt(m.get('lat_p99'), 2)} | "
                           f"{fmt(m.get('cpu_per_1k'), 3)} | {fmt(m.get('per_cpu_s'))} | "
                           f"{fmt(m.get('cpu_pct'))} | {fmt(m.get('client_pct'))} | "
                           f"{steal_cell(m)} | "
@@ -564,7 +648,7 @@ def main():
                     "machine (or the client was the limit), so its replies/s understate it; "
                     "compare replies per CPU-second, or rerun on a quiet machine.")
         head.append("")
-    head += targets_table(headline)
+    head += targets_table(headline, start_failures_of(run_rows))
     head += rounds_table(paired_rounds(run_rows), headline)
     insert_at = next(i for i, line in enumerate(md) if line.startswith("## ")) if any(
         line.startswith("## ") for line in md) else len(md)
@@ -579,11 +663,13 @@ def main():
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["workload", "label", "server", "rps", "errors", "lat_avg_ms",
-                    "lat_p99_ms", "cpu_s_per_1k", "replies_per_cpu_s", "note", "reps"])
+                    "lat_p99_ms", "cpu_s_per_1k", "replies_per_cpu_s", "note", "reps",
+                    "replies", "bytes_per_reply"])
         for wl, label, s, m in summary_rows:
             w.writerow([wl, label, s, m.get("rps"), m.get("errors"), m.get("lat_avg"),
                         m.get("lat_p99"), m.get("cpu_per_1k"), m.get("per_cpu_s"),
-                        m.get("note", "") or m.get("err_kinds", ""), m.get("reps", "")])
+                        m.get("note", "") or m.get("err_kinds", ""), m.get("reps", ""),
+                        m.get("replies"), m.get("bytes_per_reply")])
 
     sweep_servers = sorted(sweep, key=server_rank)
     for s in sweep_servers:

@@ -6,7 +6,8 @@ cowd >= 1.10 x the best peer in replies per server-CPU-second, throughput
 no lower than the best peer's (required where the client is the limit;
 checked on every row, which is stricter), and a p99 no worse than the
 lowest of the peers that served replies (httperf, workload a, reports
-none).  A ratio is printed to two decimals, or to as many more as it takes
+none).  On a wrk row (b-f), cowd failing a larger share of its requests
+than a peer that served misses every target of the row.  A ratio is printed to two decimals, or to as many more as it takes
 to show a miss that two would round up to the target (0.998 is not 1.00),
 so that every mark agrees with the number beside it (every table that
 prints a ratio against a target goes through shown_ratio or shown_kind).
@@ -52,6 +53,33 @@ def cowd_short(per):
     return (c.get("reps") or 0) < most
 
 
+def error_share(m):
+    """errors / (replies + errors) of one server's runs on a row, None if
+    either is unknown (the sweep, workload a, has its errors by design past
+    saturation and is judged at its error-free rates instead) or nothing
+    was tried."""
+    replies, errors = m.get("replies"), m.get("errors")
+    if replies is None or errors is None or replies + errors <= 0:
+        return None
+    return errors / (replies + errors)
+
+
+def cowd_erred(per):
+    """-> (cowd's error share, the lowest peer's, that peer) when cowd
+    failed a larger share of its requests on this row than some peer that
+    served replies (a faster server that drops requests has not met a
+    target), else None."""
+    mine = error_share(per.get("cowd", {}))
+    if not mine:
+        return None
+    peers = [(error_share(m), s) for s, m in per.items()
+             if s not in PEER_EXCLUDE and m.get("rps") and error_share(m) is not None]
+    if not peers:
+        return None
+    low, peer = min(peers)
+    return (mine, low, peer) if mine > low else None
+
+
 def absent_peers(per):
     """-> the peers with no replies on this row: the row compares cowd
     with the others only."""
@@ -82,10 +110,11 @@ def check_row(per):
     lowest peer's.  'efficiency' and 'throughput' details are (ratio as
     shown, best peer), 'p99' details are (cowd p99, lowest peer p99, that
     peer).  Where a peer has a figure and cowd none, or cowd has results
-    from fewer runs than a peer, the target is missed: a failure of cowd
-    is never "not measured"."""
+    from fewer runs than a peer, or a larger share of failed requests than
+    a peer (cowd_erred), the target is missed: a failure of cowd is never
+    "not measured"."""
     c = per.get("cowd", {})
-    short = cowd_short(per)
+    short = cowd_short(per) or cowd_erred(per) is not None
     out = {}
     for name, key, target in (("efficiency", "per_cpu_s", TARGET_EFFICIENCY),
                               ("throughput", "rps", TARGET_THROUGHPUT)):

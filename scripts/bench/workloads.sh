@@ -18,7 +18,7 @@
 
 HELPER_PIDS=()   # idle-connection helpers we started, for the exit trap
 
-RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s,steal_server_pct,steal_client_pct"
+RUNS_HEADER="server,workload,label,rep,replies,duration_s,rps,errors,err_detail,lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s,steal_server_pct,steal_client_pct,bytes_per_reply"
 SWEEP_HEADER="server,rate,conns,replies,duration_s,rps,conn_rate,reply_ms,errors,client_timo,connrefused,connreset,fd_unavail,other_err,cpu_s"
 
 init_results() {
@@ -105,7 +105,7 @@ wrk_measure() {
     steal=$(steal_fields "$t0" "$t1")
     WRK_STEAL=$(awk -F, '$1 != "" || $2 != "" { printf "%.1f", ($1 > $2 ? $1 : $2) }' <<<"$steal")
     # the BENCH line from bench.lua: requests=.. duration_us=.. err_*=.. lat_*=..
-    local requests duration_us err_connect err_read err_write err_status \
+    local requests duration_us bytes err_connect err_read err_write err_status \
         err_timeout lat_mean_us lat_p99_us matched
     parse_bench_line "$line"
     WRK_ROW=$(awk -v s="$server" -v w="$wl" -v l="$label" -v r="$rep" \
@@ -113,14 +113,17 @@ wrk_measure() {
         -v er="$err_read" -v ew="$err_write" -v es="$err_status" \
         -v et="$err_timeout" -v lm="$lat_mean_us" -v l99="$lat_p99_us" \
         -v c0="$c0" -v c1="$c1" -v rss="$rss" -v note="$note" \
-        -v k0="$k0" -v k1="$k1" -v m="$matched" -v steal="$steal" 'BEGIN {
+        -v k0="$k0" -v k1="$k1" -v m="$matched" -v steal="$steal" -v bytes="$bytes" 'BEGIN {
             # with BENCH_EXPECT_STATUS, a reply counts only with that status
             if (m >= 0) es = req - m
             ok = req - es; d = dur / 1e6; errs = ec + er + ew + es + et
             if (ok == 0) note = (note == "" ? "no replies" : "no replies; " note)
-            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s,%.2f,%s\n",
+            # bytes per reply: everything wrk read (headers and bodies) over
+            # the requests it completed, so a server sending less shows
+            printf "%s,%s,%s,%s,%d,%.3f,%.1f,%d,connect=%d read=%d write=%d status=%d timeout=%d,%.3f,%.3f,%.2f,%d,%s,%.2f,%s,%s\n",
                 s, w, l, r, ok, d, (d > 0 ? ok / d : 0), errs, ec, er, ew, es, et,
-                lm / 1000, l99 / 1000, c1 - c0, rss, note, k1 - k0, steal
+                lm / 1000, l99 / 1000, c1 - c0, rss, note, k1 - k0, steal,
+                (req > 0 ? sprintf("%.0f", bytes / req) : "")
         }')
 }
 
@@ -242,6 +245,9 @@ workload_a() {
                         >"$raw" 2>&1
                 t1=$(ticks_now)
                 c1=$(cpu_now)
+                # a server gone during the run: its CPU reading is of a dead
+                # tree, so no row (its sweep ends after this step)
+                pid_alive "$SRV_PID" || { warn "$s rate $rate: server died during run $rep"; continue; }
                 vals=$(parse_httperf "$raw") || { warn "$s rate $rate: no httperf result"; continue; }
                 row="$s,$rate,$vals,$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}')"
                 echo "$row,$rep,$(steal_fields "$t0" "$t1")" >>"$OUT/sweep-runs.csv"
@@ -284,18 +290,25 @@ workload_a() {
 
 # parse_httperf FILE -> conns,replies_2xx,duration_s,rps,conn_rate,reply_ms,
 #                       errors,client_timo,connrefused,connreset,fd_unavail,other
+# errors = httperf's own (connections that failed) plus every reply that was
+# not 2xx (a server shedding load with error pages has not served them);
+# other = addrunavail, ftab-full, httperf's "other", socket-timo and those
+# non-2xx replies.
 parse_httperf() {
     awk '
         /^Total: connections/  { conns = $3; dur = $9; have = 1 }
         /^Connection rate:/    { crate = $3 }
         /^Reply time \[ms\]:/  { rt = $5 + $7 }
-        /^Reply status:/       { for (i = 1; i <= NF; i++) if ($i ~ /^2xx=/) { sub(/2xx=/, "", $i); ok = $i } }
-        /^Errors: total/       { errs = $3; ctimo = $5; refused = $9; reset = $11 }
+        /^Reply status:/       { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]xx=/) {
+                                     n = substr($i, 5) + 0
+                                     if ($i ~ /^2xx=/) ok = n; else bad += n } }
+        /^Errors: total/       { errs = $3; ctimo = $5; stimo = $7; refused = $9; reset = $11 }
         /^Errors: fd-unavail/  { fdun = $3; other = $5 + $7 + $9 }
         END {
             if (!have) exit 1
             printf "%d,%d,%.3f,%.1f,%.1f,%.1f,%d,%d,%d,%d,%d,%d\n", conns, ok, dur,
-                (dur > 0 ? ok / dur : 0), crate, rt, errs, ctimo, refused, reset, fdun, other
+                (dur > 0 ? ok / dur : 0), crate, rt, errs + bad, ctimo, refused, reset, fdun,
+                other + stimo + bad
         }' "$1"
 }
 
@@ -372,10 +385,11 @@ workload_e() {
     log "  $server e: ${alive:-no ALIVE line}"
     # append the survivors to the notes of this server's e rows of this
     # helper's runs (those without a count yet: with interleaved rounds an
-    # earlier round's rows already have theirs)
-    if [ -n "$alive" ]; then
-        alive=${alive#ALIVE alive=}; alive=${alive%% *}
-        "$PY" - "$OUT/runs.csv" "$server" "$alive" <<'EOF'
+    # earlier round's rows already have theirs); "unknown" without a count,
+    # and the report does not count such a run (nor one with fewer alive
+    # than served: the server did less than the workload asks)
+    alive=${alive#ALIVE alive=}; alive=${alive%% *}
+    "$PY" - "$OUT/runs.csv" "$server" "${alive:-unknown}" <<'EOF'
 import csv, sys
 path, server, alive = sys.argv[1:]
 rows = list(csv.reader(open(path)))
@@ -384,7 +398,6 @@ for r in rows[1:]:
         r[13] = (r[13] + "; " if r[13] else "") + f"alive after={alive}"
 csv.writer(open(path, "w", newline="")).writerows(rows)
 EOF
-    fi
     server_stop
 }
 

@@ -757,7 +757,9 @@ FAULT_SHIM_C = r"""
 /* LD_PRELOAD fault injection: the first fdopendir() fails with errno
  * FAULT_FDOPENDIR_ERRNO, and the FAULT_READDIR_AT-th readdir() call after it
  * fails with EIO (the listing test); a pread() at offset FAULT_PREAD_OFFSET
- * fails with EIO (the unreadable body test); while the file
+ * fails with EIO (the unreadable body test); the first pread() of
+ * FAULT_PREAD_SCRAMBLE_SIZE bytes at offset 0 returns them all as '#' (a
+ * copy torn by a write in progress); while the file
  * FAULT_SETGROUPS_FILE exists, setgroups() takes FAULT_SETGROUPS_SLEEP
  * seconds, then fails with EPERM (a worker slow to start, then failing);
  * the first FAULT_ACCEPT_FAILS accept4() calls of a process fail with errno
@@ -765,7 +767,9 @@ FAULT_SHIM_C = r"""
  * getgrnam() of the name FAULT_LOOKUP_NAME fail with errno FAULT_LOOKUP_ERRNO
  * (a directory service down); the FAULT_RESERVE_FAIL_AT-th open of /dev/null
  * with O_RDONLY|O_CLOEXEC in a process (the accept thread's reserve
- * descriptor) fails with ENFILE (the system's file table full). */
+ * descriptor) fails with ENFILE (the system's file table full); every
+ * epoll_ctl() asking for EPOLLONESHOT (the park's, not Pth's) fails with
+ * errno FAULT_EPOLL_ONESHOT_ERRNO (the kernel's epoll watch limit reached). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -776,6 +780,7 @@ FAULT_SHIM_C = r"""
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -858,6 +863,17 @@ static int pread_fails(off_t offset)
     return v != NULL && offset == (off_t)atoll(v);
 }
 
+static ssize_t scrambled(ssize_t got, void *buf, size_t n, off_t offset)
+{
+    static int done;
+    if (!done && got == (ssize_t)n && offset == 0 && n > 0 &&
+        (size_t)env_int("FAULT_PREAD_SCRAMBLE_SIZE") == n) {
+        done = 1;
+        memset(buf, '#', n);
+    }
+    return got;
+}
+
 ssize_t pread(int fd, void *buf, size_t n, off_t offset)
 {
     ssize_t (*real)(int, void *, size_t, off_t) =
@@ -866,7 +882,7 @@ ssize_t pread(int fd, void *buf, size_t n, off_t offset)
         errno = EIO;
         return -1;
     }
-    return real(fd, buf, n, offset);
+    return scrambled(real(fd, buf, n, offset), buf, n, offset);
 }
 
 ssize_t pread64(int fd, void *buf, size_t n, off64_t offset)
@@ -877,7 +893,7 @@ ssize_t pread64(int fd, void *buf, size_t n, off64_t offset)
         errno = EIO;
         return -1;
     }
-    return real(fd, buf, n, offset);
+    return scrambled(real(fd, buf, n, offset), buf, n, (off_t)offset);
 }
 
 int setgroups(size_t n, const gid_t *list)
@@ -903,6 +919,17 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
         return -1;
     }
     return real(fd, addr, len, flags);
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+    int (*real)(int, int, int, struct epoll_event *) =
+        (int (*)(int, int, int, struct epoll_event *))dlsym(RTLD_NEXT, "epoll_ctl");
+    if (ev != NULL && (ev->events & EPOLLONESHOT) && env_int("FAULT_EPOLL_ONESHOT_ERRNO") != 0) {
+        errno = env_int("FAULT_EPOLL_ONESHOT_ERRNO");
+        return -1;
+    }
+    return real(epfd, op, fd, ev);
 }
 
 static int lookup_fails(const char *name)

@@ -82,19 +82,27 @@ def report_in(out):
 
 def bench_report(rows):
     """Runs scripts/bench/report.py on wrk rows (server, label, replies/s,
-    server CPU s, p99 ms[, round]; 10 s runs, a server's rows of one label
-    being its repetitions, each in a round of its own unless one is given)
-    and returns its results.md."""
+    server CPU s, p99 ms[, round][, {workload, errors, note, bytes (per
+    reply), duration}]; 10 s runs of workload b without errors unless the
+    dict says otherwise, a server's rows of one label being its
+    repetitions, each in a round of its own unless one is given) and
+    returns its results.md."""
     import tempfile
     with tempfile.TemporaryDirectory() as out:
         with open(os.path.join(out, "runs.csv"), "w") as f:
             f.write("server,workload,label,rep,replies,duration_s,rps,errors,err_detail,"
-                    "lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s\n")
+                    "lat_avg_ms,lat_p99_ms,cpu_s,rss_kb,note,client_cpu_s,"
+                    "steal_server_pct,steal_client_pct,bytes_per_reply\n")
             for i, row in enumerate(rows):
+                extra = row[-1] if isinstance(row[-1], dict) else {}
+                row = row[:-1] if extra else row
                 server, label, rps, cpu_s, p99 = row[:5]
                 rep = row[5] if len(row) > 5 else i
-                f.write("%s,b,%s,%d,%d,10,%d,0,,0.5,%s,%s,1000,,10\n"
-                        % (server, label, rep, rps * 10, rps, p99, cpu_s))
+                duration = extra.get("duration", 10)
+                f.write("%s,%s,%s,%d,%d,%s,%d,%d,,0.5,%s,%s,1000,%s,10,,,%s\n"
+                        % (server, extra.get("workload", "b"), label, rep, rps * duration,
+                           duration, rps, extra.get("errors", 0), "" if p99 is None else p99,
+                           cpu_s, extra.get("note", ""), extra.get("bytes", "")))
         return report_in(out)
 
 
@@ -147,6 +155,102 @@ def _(srv):
           "absent peer in %r" % md)
     check("Every target met in this run against the peers that served (⚠ above)." in md,
           "verdict in %r" % md)
+
+
+# A run in which the server died had its CPU read from a dead process tree
+# (0, so a negative difference) and still counted; an (e) run in which a
+# server dropped idle connections was judged as if it had held them all.
+@test("bench report: runs where the server died or dropped idle connections are not counted")
+def _(srv):
+    died = {"note": "server died during run"}
+    held = {"workload": "e", "note": "idle served=100/100; alive after=100"}
+    md = bench_report([
+        ("cowd", "f2k", 120000, 8.0, 0.5), ("cowd", "f2k", 120000, 8.0, 0.5),
+        ("cowd", "f2k", 300000, -5.0, 0.1, died),
+        ("nginx", "f2k", 100000, 10.0, 0.6), ("nginx", "f2k", 100000, 10.0, 0.6),
+        ("nginx", "f2k", 100000, 10.0, 0.6),
+        ("cowd", "f12k+idle", 100000, 8.0, 1.0, held), ("cowd", "f12k+idle", 100000, 8.0, 1.0, held),
+        ("cowd", "f12k+idle", 100000, 8.0, 1.0, held),
+        ("nginx", "f12k+idle", 90000, 10.0, 1.1, held),
+        ("nginx", "f12k+idle", 200000, 5.0, 0.2,
+         {"workload": "e", "note": "idle served=100/100; alive after=60"}),
+        ("nginx", "f12k+idle", 200000, 5.0, 0.2,
+         {"workload": "e", "note": "idle served=90/100; alive after=90"}),
+        ("lighttpd", "f12k+idle", 300000, 5.0, 0.2, {"workload": "e", "note": "idle served=100/100"}),
+        ("h2o", "f12k+idle", 300000, 5.0, 0.2,
+         {"workload": "e", "note": "idle served=100/100; alive after=unknown"}),
+    ])
+    # the dead run (its CPU time negative, 300,000 replies/s) is in no figure
+    check("| b: f2k | ✗ 1.50; runs: cowd 150,000–150,000, nginx 100,000–100,000 | "
+          "✗ 1.20; runs: cowd 120,000–120,000, nginx 100,000–100,000 | ✗ 0.50 vs 0.60 (nginx)"
+          in md, "f2k row in %r" % md)
+    check("- ⚠ b (f2k): cowd has a result from 2 runs, fewer than a peer" in md, "short in %r" % md)
+    check("- ⚠ b (f2k): 1 run(s) of cowd not counted (server died during the run)" in md,
+          "died in %r" % md)
+    # nginx's only counted run: 90,000/s at 10 s CPU; lighttpd and h2o: none
+    check("| e: f12k+idle | ✓ 1.39 | ✓ 1.11 | ✓ 1.00 vs 1.10 (nginx) |" in md, "e row in %r" % md)
+    check("- ⚠ e (f12k+idle): 2 run(s) of nginx not counted (idle connections closed during "
+          "the run; not every idle connection was served)" in md, "nginx in %r" % md)
+    check("- ⚠ e (f12k+idle): 1 run(s) of lighttpd not counted (idle connections not counted "
+          "after the run)" in md, "lighttpd in %r" % md)
+    check("- ⚠ e (f12k+idle): no replies from h2o, lighttpd: compared with the other peers only"
+          in md, "absent in %r" % md)
+
+
+# Errors were summed and shown but never judged: a cowd that dropped
+# requests could meet every target.
+@test("bench report: cowd failing a larger share of requests than a peer misses the row")
+def _(srv):
+    md = bench_report([("cowd", "f2k", 120000, 8.0, 0.5, {"errors": 60}),
+                       ("nginx", "f2k", 100000, 10.0, 0.6)])
+    check("| b: f2k | ✗ 1.50 | ✗ 1.20 | ✗ 0.50 vs 0.60 (nginx) |" in md, "f2k row in %r" % md)
+    check("- ⚠ b (f2k): cowd failed 0.005 % of its requests (60 errors), nginx 0 %: every "
+          "target of the row counts as missed" in md, "caveat in %r" % md)
+    md = bench_report([("cowd", "f2k", 120000, 8.0, 0.5, {"errors": 60}),
+                       ("nginx", "f2k", 100000, 10.0, 0.6, {"errors": 600})])
+    check("Every target met in this run." in md, "verdict in %r" % md)
+
+
+@test("bench report: a peer that failed to start, and replies smaller than a peer's, are named")
+def _(srv):
+    md = bench_report([
+        ("cowd", "f2k", 120000, 8.0, 0.5, {"bytes": 2000}),
+        ("nginx", "f2k", 100000, 10.0, 0.6, {"bytes": 2300}),
+        ("lighttpd", "-", 0, 0, None, {"duration": 0, "note": "start failed"}),
+        ("cowd", "f12k", 120000, 8.0, 0.5, {"bytes": 12750}),
+        ("nginx", "f12k", 100000, 10.0, 0.6, {"bytes": 12800}),
+        ("cowd", "no-host-400", 120000, 8.0, 0.5, {"workload": "f", "bytes": 100}),
+        ("nginx", "no-host-400", 100000, 10.0, 0.6, {"workload": "f", "bytes": 300}),
+    ])
+    check("- ⚠ b (f2k): lighttpd failed to start 1 time(s) for this workload "
+          "(raw/lighttpd-b-start-failure.log)" in md, "start failure in %r" % md)
+    check("- ⚠ b (f2k): cowd's replies averaged 2,000 bytes, nginx's 2,300 (13.0 % less to "
+          "send): not quite the same work" in md, "bytes in %r" % md)
+    check("b (f12k): cowd's replies" not in md, "0.4 %% smaller flagged: %r" % md)
+    check("f (no-host-400): cowd's replies" not in md, "(f)'s own 400 pages flagged: %r" % md)
+    check("| nginx | 100,000 | 0 | 2,300 |" in md, "bytes column in %r" % md)
+
+
+@test("bench: the sweep counts replies that are not 2xx, and socket timeouts, as errors")
+def _(srv):
+    import tempfile
+    script = r'''
+BENCH_DIR=%s; . "$BENCH_DIR/common.sh"; . "$BENCH_DIR/workloads.sh"
+parse_httperf "$1"
+''' % os.path.join(SRCDIR, "scripts", "bench")
+    with tempfile.TemporaryDirectory() as out:
+        path = os.path.join(out, "run.httperf")
+        with open(path, "w") as f:
+            f.write("Total: connections 1000 requests 5000 replies 4990 test-duration 1.000 s\n"
+                    "Connection rate: 1000.0 conn/s (1.0 ms/conn, <=10 concurrent connections)\n"
+                    "Reply time [ms]: response 0.5 transfer 0.1\n"
+                    "Reply status: 1xx=0 2xx=4900 3xx=0 4xx=30 5xx=60\n"
+                    "Errors: total 12 client-timo 1 socket-timo 2 connrefused 3 connreset 4\n"
+                    "Errors: fd-unavail 1 addrunavail 0 ftab-full 0 other 1\n")
+        p = subprocess.run(["bash", "-c", script, "bash", path], capture_output=True, timeout=30)
+        eq(p.returncode, 0, "exit status: %s" % p.stderr.decode(errors="replace"))
+        # errors 12 + 90 not 2xx; other: 1 + socket-timo 2 + 90
+        eq(p.stdout.decode(), "1000,4900,1.000,4900.0,1000.0,0.6,102,1,3,4,1,93\n", "parsed")
 
 
 @test("bench report: a missed target shows both servers' run-to-run ranges")
@@ -712,6 +816,32 @@ def _(srv):
                        timeout=20)
     eq(p.returncode, 2, "exit status of scripts/fuzz ten")
     check(b"whole number" in p.stderr, "scripts/fuzz ten says: %r" % p.stderr)
+
+
+# The private apt-get update ran the system's update hooks (apt.conf.d):
+# PackageKit, appstream and update-notifier then acted as if the system's
+# own lists had been refreshed.  Its other settings (proxies) must stay.
+@test("fetch-pth: the private apt configuration keeps the system's settings but not its update hooks")
+def _(srv):
+    if shutil.which("apt-config") is None:
+        raise TestSkip("no apt here")
+    with tempfile.TemporaryDirectory() as tmp:
+        apt = os.path.join(tmp, "apt")
+        os.makedirs(os.path.join(apt, "apt.conf.d"))
+        os.makedirs(os.path.join(apt, "sources.list.d"))
+        with open(os.path.join(apt, "apt.conf.d", "50hooks"), "w") as f:
+            f.write('APT::Update::Post-Invoke-Success { "touch %s/ran"; };\n'
+                    'APT::Update::Post-Invoke { "touch %s/ran"; };\n'
+                    'APT::Update::Pre-Invoke { "touch %s/ran"; };\n'
+                    'Acquire::http::Proxy "http://proxy.invalid:3128";\n' % (tmp, tmp, tmp))
+        p = subprocess.run([os.path.join(SRCDIR, "scripts", "fetch-pth"), "--print-apt-config"],
+                           env=dict(os.environ, FETCH_PTH_APT_DIR=apt, TMPDIR=tmp),
+                           capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, "fetch-pth --print-apt-config exit status (%s)" % p.stderr)
+        check('Acquire::http::Proxy "http://proxy.invalid:3128";' in p.stdout,
+              "the system's proxy lost: %r" % p.stdout)
+        check("/ran" not in p.stdout, "update hooks kept: %r" % p.stdout)
+        eq(sorted(os.listdir(tmp)), ["apt"], "left behind in TMPDIR")
 
 
 @test("fetch-pth: the private apt sources name no suite of a system source twice")

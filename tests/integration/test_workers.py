@@ -7,6 +7,7 @@ Run alone: COWD=build/src/cowd COWD_SRCDIR=. tests/integration/run workers:
 """
 
 import ctypes
+import errno
 import grp
 import os
 import re
@@ -21,7 +22,8 @@ import threading
 import time
 
 import cowdtest
-from cowdtest import (BIG_SIZE, HELLO, Closed, Server, TestFailure, TestSkip, check, eq, request, test)
+from cowdtest import (BIG_SIZE, HELLO, Closed, Server, TestFailure, TestSkip, check, eq, read_to_eof, request,
+                      test)
 
 
 # ---------------------------------------------------------------------------
@@ -473,6 +475,114 @@ def _(shared):
         except OSError:
             pass
     finally:
+        finish(srv)
+
+
+# A kept-alive connection the park refused (its epoll_ctl failing, as at
+# the kernel's watch limit) waited in its handler thread without being
+# marked idle, so a graceful stop did not end its wait: the worker stayed
+# for --shutdown-timeout and then cut every connection it still had.
+@test("workers: a kept-alive connection the park refused is closed at once by a graceful stop")
+def _(shared):
+    with cowdtest.preloaded_faults(shared.root.tmp, FAULT_EPOLL_ONESHOT_ERRNO=str(errno.ENOSPC)):
+        srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", "30",
+                                  "--keepalive-timeout", "60"])
+    try:
+        workers_of(srv, 1)
+        idle = srv.conn()
+        idle.send(request("GET", "/hello.txt"))
+        eq(idle.response().body, HELLO, "first response")
+        time.sleep(1.5)             # past the handler's second before it parks
+        if "park: epoll_ctl arming" not in error_log(srv):
+            raise TestSkip("no park in this build (or it never tried): nothing was refused")
+        srv.proc.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        idle.expect_closed(3.0 * cowdtest.SLOW)
+        eq(stop_wait(srv, 10 * cowdtest.SLOW), 0, "master exit status")
+        check(time.time() - t0 < 5 * cowdtest.SLOW, "exited %.1f s after SIGTERM" % (time.time() - t0))
+        check("still busy" not in error_log(srv), "error log: %r" % error_log(srv)[-500:])
+    finally:
+        finish(srv)
+
+
+# A connection that had sent nothing when a graceful stop began, and was
+# handed to a handler only then (queued behind busy handlers), was not
+# taken for idle: its handler waited for a request until --header-timeout,
+# and the worker for it until --shutdown-timeout.
+@test("workers: a silent connection handed over after a graceful stop began is closed at once")
+def _(shared):
+    srv = start(shared.root, ["--workers", "1", "--threads", "1", "--defer-accept", "0",
+                              "--header-timeout", "60", "--shutdown-timeout", "30"])
+    try:
+        workers_of(srv, 1)
+        # the only handler waits for the rest of a request's head
+        busy = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        busy.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n")
+        time.sleep(0.3)
+        silent = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        time.sleep(0.3)                     # accepted, queued behind the busy handler
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        busy.sendall(b"Connection: close\r\n\r\n")
+        busy.settimeout(10 * cowdtest.SLOW)
+        raw = read_to_eof(busy)
+        busy.close()
+        check(raw.startswith(b"HTTP/1.1 200 OK") and raw.endswith(HELLO),
+              "the request begun before the stop was served: %r" % raw[:200])
+        t0 = time.time()
+        silent.settimeout(5 * cowdtest.SLOW)
+        try:
+            eq(silent.recv(100), b"", "nothing sent to the silent connection")
+        except socket.timeout:
+            raise TestFailure("the silent connection still open %.1f s after the last reply"
+                              % (time.time() - t0))
+        except ConnectionResetError:
+            pass
+        silent.close()
+        eq(stop_wait(srv, 5 * cowdtest.SLOW), 0, "master exit status")
+        check(time.time() - t0 < 3.0 * cowdtest.SLOW, "exited %.1f s after the last reply"
+              % (time.time() - t0))
+    finally:
+        finish(srv)
+
+
+def voluntary_switches(pid):
+    """The process's voluntary context switches (one per sleep it began)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise TestFailure("no voluntary_ctxt_switches for %d" % pid)
+
+
+# During a stop the master no longer looked at an old worker's deadline (an
+# old worker told to stop after a SIGHUP, --shutdown-timeout + 5 s): one
+# that outlived it was killed only at the master's own, later deadline, and
+# until then the master woke every millisecond, the deadline in the past.
+@test("workers: a stop kills an old worker at its own deadline")
+def _(shared):
+    srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", "1"])
+    old = None
+    try:
+        old = workers_of(srv, 1)[0]
+        os.kill(old, signal.SIGSTOP)        # told to stop, it will not
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: [c for c in children(srv.proc.pid) if c != old], 5 * cowdtest.SLOW,
+                 "the new worker")
+        time.sleep(4.0)                     # its deadline: about 6 s after the new one is ready
+        srv.proc.send_signal(signal.SIGTERM)    # the master's own: 6 s from now
+        t0 = time.time()
+        eq(stop_wait(srv, 10 * cowdtest.SLOW), 0, "master exit status")
+        check(time.time() - t0 < 4.0 * cowdtest.SLOW,
+              "exited %.1f s after SIGTERM: the old worker was killed late" % (time.time() - t0))
+        check("old worker %d did not stop within --shutdown-timeout + 5 s; killing it" % old
+              in error_log(srv), "error log: %r" % error_log(srv)[-600:])
+    finally:
+        if old is not None:
+            try:
+                os.kill(old, signal.SIGCONT)
+            except OSError:
+                pass
         finish(srv)
 
 
@@ -2120,14 +2230,44 @@ def _(shared):
             os.unlink(marker)
 
 
-@test("workers: a first worker that takes 11 s to fail ends the server with status 1")
-def _(shared):
+def start_failing_first(shared, args, stderr):
+    """A master whose first worker takes 11 s to fail: (marker, process)."""
     marker, faults = slow_failing_start(shared)
     open(marker, "w").close()
     with faults:
         p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
-                              "--root", shared.root.path, "--workers", "1"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              "--root", shared.root.path, "--workers", "1"] + args,
+                             stdout=subprocess.DEVNULL, stderr=stderr)
+    return marker, p
+
+
+# A stop during the start-up left the start-up's end (10 s after the start)
+# among the master's wake-up times although it no longer waits for it: once
+# past, the master woke every millisecond until its workers were gone.
+@test("workers: a master stopped during a slow start sleeps until its workers are gone")
+def _(shared):
+    marker, p = start_failing_first(shared, ["--shutdown-timeout", "30"], subprocess.DEVNULL)
+    t0 = time.time()
+    try:
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)       # the worker still in its 11 s setgroups()
+        time.sleep(max(0.0, t0 + 10.2 - time.time()))   # past the start-up's end
+        if p.poll() is not None:
+            raise TestFailure("the master exited before its worker (status %s)" % p.returncode)
+        before = voluntary_switches(p.pid)
+        time.sleep(0.5)
+        if p.poll() is None:
+            woke = voluntary_switches(p.pid) - before
+            check(woke < 20, "the master woke %d times in 0.5 s waiting for its worker" % woke)
+        p.wait(15)
+    finally:
+        kill_all(p)
+        os.unlink(marker)
+
+
+@test("workers: a first worker that takes 11 s to fail ends the server with status 1")
+def _(shared):
+    marker, p = start_failing_first(shared, [], subprocess.PIPE)
     try:
         _, err = p.communicate(timeout=25)
     except subprocess.TimeoutExpired:

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "filecache.h"
@@ -17,6 +18,13 @@
 
 static char dir[] = "/tmp/cowd-fc-XXXXXX";
 static int root_fd;
+
+/* The tests' clock: second x of a day that begins well after their files
+ * were written, so that no copy counts as taken just after a change (the
+ * racy-copy rule; copy_taken_just_after_a_change_is_read_again uses the
+ * file's own time). */
+static time_t clock_base;
+#define T(x) (clock_base + (x))
 
 static void write_file(const char *name, const char *content)
 {
@@ -51,6 +59,7 @@ static struct fc_entry *get(const char *name, time_t now)
 
 static void setup(void)
 {
+    clock_base = time(NULL) + 1000;
     strcpy(dir, "/tmp/cowd-fc-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     root_fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -69,11 +78,11 @@ START_TEST(hit_returns_snapshot_and_headers)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4096, 16), 0);
     write_file("a.txt", "hello world");
-    ck_assert_ptr_null(get("a.txt", 100));
-    struct fc_entry *e = put("a.txt", 100);
+    ck_assert_ptr_null(get("a.txt", T(100)));
+    struct fc_entry *e = put("a.txt", T(100));
     ck_assert_ptr_nonnull(e);
     filecache_release(e);
-    e = get("a.txt", 100);
+    e = get("a.txt", T(100));
     ck_assert_ptr_nonnull(e);
     ck_assert_uint_eq(e->size, 11);
     ck_assert_ptr_nonnull(e->data);
@@ -107,7 +116,7 @@ START_TEST(in_memory_bodies_are_aligned_for_the_socket_copy)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         snprintf(name, sizeof name, "f%zu", sizes[i]);
         write_file(name, body + 12500 - sizes[i]);     /* the last sizes[i] bytes */
-        struct fc_entry *e = put(name, 100);
+        struct fc_entry *e = put(name, T(100));
         ck_assert_ptr_nonnull(e);
         ck_assert_uint_eq(e->size, sizes[i]);
         ck_assert_ptr_nonnull(e->data);
@@ -121,7 +130,7 @@ START_TEST(big_file_is_sent_from_descriptor)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4, 16), 0);
     write_file("big.txt", "0123456789");
-    struct fc_entry *e = put("big.txt", 100);
+    struct fc_entry *e = put("big.txt", T(100));
     ck_assert_ptr_nonnull(e);
     ck_assert_ptr_null(e->data);
     ck_assert_int_ge(e->fd, 0);
@@ -135,19 +144,19 @@ START_TEST(changed_file_is_noticed_after_validate_interval)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 5, 4096, 16), 0);
     write_file("c.txt", "short");
-    filecache_release(put("c.txt", 100));
+    filecache_release(put("c.txt", T(100)));
     write_file("c.txt", "a much longer content");
-    struct fc_entry *e = get("c.txt", 103);        /* within 5 s: old snapshot */
+    struct fc_entry *e = get("c.txt", T(103));        /* within 5 s: old snapshot */
     ck_assert_ptr_nonnull(e);
     ck_assert_uint_eq(e->size, 5);
     ck_assert_int_eq(memcmp(e->data, "short", 5), 0);  /* consistent with its length */
     filecache_release(e);
-    ck_assert_ptr_null(get("c.txt", 105));         /* revalidated: stale, dropped */
+    ck_assert_ptr_null(get("c.txt", T(105)));         /* revalidated: stale, dropped */
     struct filecache_stats st;
     filecache_stats(&st);
     ck_assert_uint_eq(st.stale, 1);
     ck_assert_uint_eq(st.entries, 0);
-    e = put("c.txt", 105);
+    e = put("c.txt", T(105));
     ck_assert_uint_eq(e->size, 21);
     filecache_release(e);
 }
@@ -157,7 +166,7 @@ START_TEST(replaced_file_is_noticed_even_with_same_size_and_time)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096, 16), 0);
     write_file("r.txt", "AAAA");
-    filecache_release(put("r.txt", 100));
+    filecache_release(put("r.txt", T(100)));
     write_file("r.tmp", "BBBB");
     char from[300], to[300];
     snprintf(from, sizeof from, "%s/r.tmp", dir);
@@ -167,7 +176,7 @@ START_TEST(replaced_file_is_noticed_even_with_same_size_and_time)
     struct timespec times[2] = { st.st_atim, st.st_mtim };
     utimensat(AT_FDCWD, from, times, 0);           /* same size, same mtime */
     ck_assert_int_eq(rename(from, to), 0);         /* but a new inode */
-    ck_assert_ptr_null(get("r.txt", 100));
+    ck_assert_ptr_null(get("r.txt", T(100)));
 }
 END_TEST
 
@@ -175,11 +184,11 @@ START_TEST(deleted_file_is_dropped)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096, 16), 0);
     write_file("d.txt", "x");
-    filecache_release(put("d.txt", 100));
+    filecache_release(put("d.txt", T(100)));
     char p[300];
     snprintf(p, sizeof p, "%s/d.txt", dir);
     unlink(p);
-    ck_assert_ptr_null(get("d.txt", 100));
+    ck_assert_ptr_null(get("d.txt", T(100)));
 }
 END_TEST
 
@@ -189,12 +198,12 @@ START_TEST(lru_evicts_least_recently_used_entry)
     write_file("a", "1");
     write_file("b", "2");
     write_file("c", "3");
-    filecache_release(put("a", 100));
-    filecache_release(put("b", 100));
-    filecache_release(get("a", 100));              /* a is now more recent than b */
-    filecache_release(put("c", 100));
-    ck_assert_ptr_null(get("b", 100));
-    struct fc_entry *a = get("a", 100), *c = get("c", 100);
+    filecache_release(put("a", T(100)));
+    filecache_release(put("b", T(100)));
+    filecache_release(get("a", T(100)));              /* a is now more recent than b */
+    filecache_release(put("c", T(100)));
+    ck_assert_ptr_null(get("b", T(100)));
+    struct fc_entry *a = get("a", T(100)), *c = get("c", T(100));
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(c);
     filecache_release(a);
@@ -215,14 +224,14 @@ START_TEST(byte_budget_is_respected)
     write_file("x1", content);
     write_file("x2", content);
     write_file("x3", content);
-    filecache_release(put("x1", 100));
-    filecache_release(put("x2", 100));
-    filecache_release(put("x3", 100));
+    filecache_release(put("x1", T(100)));
+    filecache_release(put("x2", T(100)));
+    filecache_release(put("x3", T(100)));
     struct filecache_stats st;
     filecache_stats(&st);
     ck_assert_uint_le(st.bytes, 2000);
     ck_assert_uint_lt(st.entries, 3);
-    ck_assert_ptr_null(get("x1", 100));
+    ck_assert_ptr_null(get("x1", T(100)));
 }
 END_TEST
 
@@ -231,15 +240,15 @@ START_TEST(entry_in_use_survives_eviction)
     ck_assert_int_eq(filecache_init(root_fd, 1, 1 << 20, 100, 4096, 16), 0);
     write_file("u1", "in use");
     write_file("u2", "other");
-    struct fc_entry *e = put("u1", 100);           /* reference held: a sender */
-    struct fc_entry *f = put("u2", 100);           /* no room: u1 is busy */
+    struct fc_entry *e = put("u1", T(100));           /* reference held: a sender */
+    struct fc_entry *f = put("u2", T(100));           /* no room: u1 is busy */
     ck_assert_ptr_null(f);
     ck_assert_int_eq(memcmp(e->data, "in use", 6), 0);
     filecache_release(e);
-    f = put("u2", 100);                            /* now u1 can go */
+    f = put("u2", T(100));                            /* now u1 can go */
     ck_assert_ptr_nonnull(f);
     filecache_release(f);
-    ck_assert_ptr_null(get("u1", 100));
+    ck_assert_ptr_null(get("u1", T(100)));
 }
 END_TEST
 
@@ -256,21 +265,21 @@ START_TEST(entries_in_use_keep_a_miss_from_emptying_the_cache)
     write_file("s1", "one");
     write_file("s2", "two");
     write_file("s3", "three");
-    struct fc_entry *held = put("big1", 100);      /* a slow reader's */
+    struct fc_entry *held = put("big1", T(100));      /* a slow reader's */
     ck_assert_ptr_nonnull(held);
     ck_assert_ptr_nonnull(held->data);
-    filecache_release(put("s1", 100));
-    filecache_release(put("s2", 100));
-    filecache_release(put("s3", 100));
+    filecache_release(put("s1", T(100)));
+    filecache_release(put("s2", T(100)));
+    filecache_release(put("s3", T(100)));
     /* big2's copy cannot fit beside big1: kept by descriptor instead */
-    struct fc_entry *e = put("big2", 100);
+    struct fc_entry *e = put("big2", T(100));
     ck_assert_ptr_nonnull(e);
     ck_assert_ptr_null(e->data);
     ck_assert_int_ge(e->fd, 0);
     filecache_release(e);
     const char *small[] = { "s1", "s2", "s3" };
     for (int i = 0; i < 3; i++) {
-        struct fc_entry *s = get(small[i], 100);
+        struct fc_entry *s = get(small[i], T(100));
         ck_assert_msg(s != NULL, "%s evicted for a copy that never fitted", small[i]);
         filecache_release(s);
     }
@@ -297,10 +306,10 @@ START_TEST(file_changed_before_it_is_read_in_is_not_cached)
         struct stat st;
         ck_assert_int_eq(fstat(fd, &st), 0);
         write_file("g.txt", now[i]);               /* the same inode, rewritten */
-        struct fc_entry *e = filecache_put("/g.txt", 6, "g.txt", fd, &st, "text/plain", 100);
+        struct fc_entry *e = filecache_put("/g.txt", 6, "g.txt", fd, &st, "text/plain", T(100));
         ck_assert_msg(e == NULL, "a file that became %s cached as it was", now[i]);
         ck_assert_int_eq(st.st_size, (off_t)strlen(now[i]));     /* the caller sends by this */
-        ck_assert_ptr_null(get("g.txt", 100));
+        ck_assert_ptr_null(get("g.txt", T(100)));
         ck_assert_int_ne(fcntl(fd, F_GETFD), -1);   /* still the caller's */
         close(fd);
     }
@@ -327,7 +336,7 @@ START_TEST(in_memory_entries_hold_no_descriptor)
     for (int i = 0; i < 50; i++) {
         snprintf(name, sizeof name, "s%d", i);
         write_file(name, "small");
-        struct fc_entry *e = put(name, 100);
+        struct fc_entry *e = put(name, T(100));
         ck_assert_ptr_nonnull(e);
         ck_assert_int_eq(e->fd, -1);
         filecache_release(e);
@@ -336,7 +345,7 @@ START_TEST(in_memory_entries_hold_no_descriptor)
     struct filecache_stats st;
     filecache_stats(&st);
     ck_assert_uint_eq(st.entries, 50);
-    struct fc_entry *e = get("s7", 100);
+    struct fc_entry *e = get("s7", T(100));
     ck_assert_ptr_nonnull(e);
     ck_assert_int_eq(memcmp(e->data, "small", 5), 0);
     filecache_release(e);
@@ -350,13 +359,13 @@ START_TEST(file_of_exactly_sendfile_min_bytes_is_sent_from_descriptor)
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 10, 16), 0);
     write_file("ten.txt", "0123456789");
     write_file("nine.txt", "012345678");
-    struct fc_entry *e = put("ten.txt", 100);
+    struct fc_entry *e = put("ten.txt", T(100));
     ck_assert_ptr_nonnull(e);
     ck_assert_uint_eq(e->size, 10);
     ck_assert_ptr_null(e->data);
     ck_assert_int_ge(e->fd, 0);
     filecache_release(e);
-    e = put("nine.txt", 100);
+    e = put("nine.txt", T(100));
     ck_assert_ptr_nonnull(e);
     ck_assert_ptr_nonnull(e->data);
     ck_assert_int_eq(memcmp(e->data, "012345678", 9), 0);
@@ -374,14 +383,14 @@ START_TEST(descriptor_holding_entries_are_capped)
     for (int i = 0; i < 10; i++) {
         snprintf(name, sizeof name, "b%d", i);
         write_file(name, "0123456789");
-        struct fc_entry *e = put(name, 100);
+        struct fc_entry *e = put(name, T(100));
         ck_assert_ptr_nonnull(e);
         ck_assert_int_ge(e->fd, 0);
         filecache_release(e);
     }
     ck_assert_int_eq(open_fds(), before + 3);
-    ck_assert_ptr_null(get("b0", 100));
-    struct fc_entry *e = get("b9", 100);
+    ck_assert_ptr_null(get("b0", T(100)));
+    struct fc_entry *e = get("b9", T(100));
     ck_assert_ptr_nonnull(e);                      /* the newest stay */
     ck_assert_uint_eq(filecache_shed_fds(8), 2);    /* b9 is in use */
     ck_assert_int_eq(open_fds(), before + 1);
@@ -395,9 +404,9 @@ START_TEST(permission_change_is_noticed)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 0, 4096, 16), 0);
     write_file("p.txt", "secret");
-    filecache_release(put("p.txt", 100));
+    filecache_release(put("p.txt", T(100)));
     ck_assert_int_eq(fchmodat(root_fd, "p.txt", 0, 0), 0);
-    ck_assert_ptr_null(get("p.txt", 100));
+    ck_assert_ptr_null(get("p.txt", T(100)));
 }
 END_TEST
 
@@ -408,15 +417,45 @@ START_TEST(sweep_drops_deleted_files)
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 1, 4, 16), 0);
     write_file("gone", "0123456789");
     write_file("kept", "0123456789");
-    filecache_release(put("gone", 100));
-    filecache_release(put("kept", 100));
+    filecache_release(put("gone", T(100)));
+    filecache_release(put("kept", T(100)));
     int before = open_fds();
     ck_assert_int_eq(unlinkat(root_fd, "gone", 0), 0);
-    filecache_sweep(100);                          /* not due yet */
+    filecache_sweep(T(100));                          /* not due yet */
     ck_assert_int_eq(open_fds(), before);
-    filecache_sweep(101);
+    filecache_sweep(T(101));
     ck_assert_int_eq(open_fds(), before - 1);
-    struct fc_entry *e = get("kept", 101);
+    struct fc_entry *e = get("kept", T(101));
+    ck_assert_ptr_nonnull(e);
+    filecache_release(e);
+}
+END_TEST
+
+/* A copy taken just after a change may have been torn by a write still in
+ * progress, the stats before and after it agreeing (Linux sets a write's
+ * times before it copies the data): it was kept until the file changed
+ * again.  Now it is checked every second and read again once the change
+ * is FC_RACY_SECS + 1 seconds old. */
+START_TEST(copy_taken_just_after_a_change_is_read_again)
+{
+    ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 60, 4096, 16), 0);
+    write_file("n.txt", "fresh");
+    struct stat st;
+    ck_assert_int_eq(fstatat(root_fd, "n.txt", &st, 0), 0);
+    time_t t = st.st_ctim.tv_sec;
+    struct fc_entry *e = put("n.txt", t);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(e->data);
+    filecache_release(e);
+    e = get("n.txt", t + 2);                       /* checked (not --cache-validate's 60 s), kept */
+    ck_assert_ptr_nonnull(e);
+    filecache_release(e);
+    ck_assert_ptr_null(get("n.txt", t + 3));       /* the change is old enough: read again */
+    e = put("n.txt", t + 3);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(e->data);
+    filecache_release(e);
+    e = get("n.txt", t + 50);                      /* that copy is trusted: not due before 60 s */
     ck_assert_ptr_nonnull(e);
     filecache_release(e);
 }
@@ -429,20 +468,20 @@ START_TEST(clock_stepped_back_still_revalidates)
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 5, 4, 16), 0);  /* both hold a descriptor */
     write_file("c.txt", "short");
     write_file("gone", "0123456789");
-    filecache_release(put("c.txt", 1000));
-    filecache_release(put("gone", 1000));
+    filecache_release(put("c.txt", T(1000)));
+    filecache_release(put("gone", T(1000)));
     write_file("c.txt", "a much longer content");
     ck_assert_int_eq(unlinkat(root_fd, "gone", 0), 0);
     int before = open_fds();
-    ck_assert_ptr_null(get("c.txt", 400));         /* ten minutes back: the changed file is not served */
+    ck_assert_ptr_null(get("c.txt", T(400)));         /* ten minutes back: the changed file is not served */
     ck_assert_int_eq(open_fds(), before - 1);
-    filecache_sweep(400);                          /* and the deleted one's descriptor goes */
+    filecache_sweep(T(400));                          /* and the deleted one's descriptor goes */
     ck_assert_int_eq(open_fds(), before - 2);
-    struct fc_entry *e = put("c.txt", 400);
+    struct fc_entry *e = put("c.txt", T(400));
     ck_assert_ptr_nonnull(e);
     ck_assert_uint_eq(e->size, 21);
     filecache_release(e);
-    e = get("c.txt", 402);                         /* and is checked normally from then on */
+    e = get("c.txt", T(402));                         /* and is checked normally from then on */
     ck_assert_ptr_nonnull(e);
     filecache_release(e);
 }
@@ -452,8 +491,8 @@ START_TEST(disabled_cache_caches_nothing)
 {
     ck_assert_int_eq(filecache_init(root_fd, 0, 1 << 20, 1, 4096, 16), 0);
     write_file("n", "n");
-    ck_assert_ptr_null(put("n", 100));
-    ck_assert_ptr_null(get("n", 100));
+    ck_assert_ptr_null(put("n", T(100)));
+    ck_assert_ptr_null(get("n", T(100)));
 }
 END_TEST
 
@@ -480,6 +519,7 @@ int main(void)
     tcase_add_test(tc, sweep_drops_deleted_files);
     tcase_add_test(tc, entries_in_use_keep_a_miss_from_emptying_the_cache);
     tcase_add_test(tc, file_changed_before_it_is_read_in_is_not_cached);
+    tcase_add_test(tc, copy_taken_just_after_a_change_is_read_again);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
