@@ -492,9 +492,10 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                     break;
                 seen = have;
             }
-            /* idle: a graceful stop may end this wait (worker.c), for a
-             * connection that never sent a request too once the stop began */
-            c->idle = !started && (c->requests > 0 || conn_stopping);
+            /* idle: a graceful stop may end this wait (worker.c); a
+             * connection that never sent a request too (parked ones are
+             * closed by the stop as well) */
+            c->idle = !started;
             /* Waiting for the first byte of a request: park the socket
              * instead of holding this handler thread (park.h).  Not
              * started, nothing is buffered but maybe the lone CR of an
@@ -514,7 +515,7 @@ void conn_serve(void *ctx, const struct depot_conn *dc)
                     return;         /* the park thread owns fd now */
                 /* Refused (lot full, epoll_ctl failed): wait here, still
                  * idle, so that a graceful stop ends this wait at once. */
-                c->idle = !started && (c->requests > 0 || conn_stopping);
+                c->idle = !started;
                 rr = read_more(c, &deadline, &wait_start, 0);
             }
             c->idle = 0;

@@ -439,8 +439,8 @@ int master_run(const struct master_setup *ms)
         if (!ready && !stopping && started_at + STARTUP_WAIT < next)   /* no start-up to end */
             next = started_at + STARTUP_WAIT;
         for (unsigned s = 0; s < cfg.workers; s++)
-            if (slots[s].pid > 0 && !slots[s].ready && t - slots[s].started < READY_QUICK &&
-                t + READY_POLL < next)
+            if (!stopping && slots[s].pid > 0 && !slots[s].ready &&
+                t - slots[s].started < READY_QUICK && t + READY_POLL < next)
                 next = t + READY_POLL;
         for (unsigned i = 0; i < n_old; i++)
             if (old[i].stopped && old[i].kill_at < next)

@@ -7,8 +7,10 @@ no lower than the best peer's (required where the client is the limit;
 checked on every row, which is stricter), and a p99 no worse than the
 lowest of the peers that served replies (httperf, workload a, reports
 none).  On a wrk row (b-f), cowd failing a larger share of its requests
-than a peer that served misses every target of the row.  A ratio is printed to two decimals, or to as many more as it takes
-to show a miss that two would round up to the target (0.998 is not 1.00),
+than a peer that served (by more than 10 in a million) misses every
+target of the row.  A ratio is printed to two decimals, or to as many
+more as it takes to show a miss that two would round up to the target
+(0.998 is not 1.00),
 so that every mark agrees with the number beside it (every table that
 prints a ratio against a target goes through shown_ratio or shown_kind).
 """
@@ -64,11 +66,14 @@ def error_share(m):
     return errors / (replies + errors)
 
 
+ERROR_SHARE_SLACK = 1e-5    # 10 failed requests in a million: a client's hiccup
+
+
 def cowd_erred(per):
     """-> (cowd's error share, the lowest peer's, that peer) when cowd
     failed a larger share of its requests on this row than some peer that
-    served replies (a faster server that drops requests has not met a
-    target), else None."""
+    served replies, by more than ERROR_SHARE_SLACK (a faster server that
+    drops requests has not met a target), else None."""
     mine = error_share(per.get("cowd", {}))
     if not mine:
         return None
@@ -77,7 +82,7 @@ def cowd_erred(per):
     if not peers:
         return None
     low, peer = min(peers)
-    return (mine, low, peer) if mine > low else None
+    return (mine, low, peer) if mine > low + ERROR_SHARE_SLACK else None
 
 
 def absent_peers(per):

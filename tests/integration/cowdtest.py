@@ -966,6 +966,12 @@ def strace_worker(srv, out_path, calls):
         raise TestSkip("the server runs under a wrapper (%s), whose system calls would be traced" % WRAPPER[0])
     if shutil.which("strace") is None:
         raise TestSkip("strace is not installed (scripts/install-deps --test installs it)")
+    # the listen socket accepts before the master has forked the worker:
+    # once a request is answered, the worker (if it forks one) exists
+    try:
+        srv.get("/")
+    except (OSError, TestFailure, Closed):
+        pass
     worker = (srv.children() or [srv.proc.pid])[0]
     tr = subprocess.Popen(["strace", "-f", "-e", "trace=" + calls, "-o", out_path, "-p", str(worker)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

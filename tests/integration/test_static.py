@@ -390,10 +390,10 @@ def _(srv):
 @test("cache: a copy taken just after a change is read again once the change is 3 s old")
 def _(srv):
     body = b"a copy that a write in progress could tear\n" * 20
-    srv.root.write("racy.txt", body)
     own = cowdtest.faulty_server(srv, ["--cache-validate", "60"],
                                  FAULT_PREAD_SCRAMBLE_SIZE=str(len(body)))
     try:
+        srv.root.write("racy.txt", body)    # changed just now: the copy may be torn
         first = own.get("/racy.txt")
         eq(first.status, 200, "status")
         if first.body != b"#" * len(body):

@@ -209,6 +209,10 @@ def _(srv):
     md = bench_report([("cowd", "f2k", 120000, 8.0, 0.5, {"errors": 60}),
                        ("nginx", "f2k", 100000, 10.0, 0.6, {"errors": 600})])
     check("Every target met in this run." in md, "verdict in %r" % md)
+    # 10 in 1.2 million: within the slack of a client's hiccups
+    md = bench_report([("cowd", "f2k", 120000, 8.0, 0.5, {"errors": 10}),
+                       ("nginx", "f2k", 100000, 10.0, 0.6)])
+    check("Every target met in this run." in md, "verdict with 10 errors in %r" % md)
 
 
 @test("bench report: a peer that failed to start, and replies smaller than a peer's, are named")
@@ -834,12 +838,16 @@ def _(srv):
                     'APT::Update::Post-Invoke { "touch %s/ran"; };\n'
                     'APT::Update::Pre-Invoke { "touch %s/ran"; };\n'
                     'Acquire::http::Proxy "http://proxy.invalid:3128";\n' % (tmp, tmp, tmp))
+        with open(os.path.join(apt, "apt.conf"), "w") as f:     # read after the parts by apt
+            f.write('APT::Update::Post-Invoke-Success { "touch %s/ran"; };\n'
+                    'Acquire::Retries "7";\n' % tmp)
         p = subprocess.run([os.path.join(SRCDIR, "scripts", "fetch-pth"), "--print-apt-config"],
                            env=dict(os.environ, FETCH_PTH_APT_DIR=apt, TMPDIR=tmp),
                            capture_output=True, text=True, timeout=30)
         eq(p.returncode, 0, "fetch-pth --print-apt-config exit status (%s)" % p.stderr)
         check('Acquire::http::Proxy "http://proxy.invalid:3128";' in p.stdout,
               "the system's proxy lost: %r" % p.stdout)
+        check('Acquire::Retries "7";' in p.stdout, "the system's apt.conf lost: %r" % p.stdout)
         check("/ran" not in p.stdout, "update hooks kept: %r" % p.stdout)
         eq(sorted(os.listdir(tmp)), ["apt"], "left behind in TMPDIR")
 
