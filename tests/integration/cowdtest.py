@@ -409,6 +409,15 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSani
 WORKER_DIED = re.compile(r"worker \d+ \(slot \d+\) [^\n]*(restarting it|giving up)[^\n]*")
 
 
+def voluntary_switches(pid):
+    """The process's voluntary context switches (one per sleep it began)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise TestFailure("no voluntary_ctxt_switches in /proc/%d/status" % pid)
+
+
 def children_of(pid):
     """Live (not zombie) processes whose parent is pid, from /proc, sorted."""
     out = []

@@ -10,7 +10,8 @@ import tempfile
 import time
 
 from cowdtest import (COWD, SANITIZER_MARKS, SLOW, WORKER_DIED, WRAPPER, TestFailure, TestSkip, check,
-                      children_of, eq, free_port, preloaded_faults, request, test)
+                      children_of, eq, free_port, preloaded_faults, request, test,
+                      voluntary_switches)
 
 LIMIT = 64
 
@@ -24,14 +25,6 @@ def cpu_seconds(pid):
         st = f.read()
     fields = st[st.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
-
-
-def voluntary_switches(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    raise TestFailure("no voluntary_ctxt_switches in /proc/%d/status" % pid)
 
 
 import os  # noqa: E402  (used by cpu_seconds)

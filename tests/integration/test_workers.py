@@ -565,15 +565,6 @@ def signal_pending(pid, sig):
     return False
 
 
-def voluntary_switches(pid):
-    """The process's voluntary context switches (one per sleep it began)."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    raise TestFailure("no voluntary_ctxt_switches for %d" % pid)
-
-
 # During a stop the master no longer looked at an old worker's deadline (an
 # old worker told to stop after a SIGHUP, --shutdown-timeout + 5 s): one
 # that outlived it was killed only at the master's own, later deadline, and
@@ -2274,10 +2265,10 @@ def _(shared):
         time.sleep(max(0.0, t0 + 10.2 - time.time()))   # past the start-up's end
         if p.poll() is not None:
             raise TestFailure("the master exited before its worker (status %s)" % p.returncode)
-        before = voluntary_switches(p.pid)
+        before = cowdtest.voluntary_switches(p.pid)
         time.sleep(0.5)
         if p.poll() is None:
-            woke = voluntary_switches(p.pid) - before
+            woke = cowdtest.voluntary_switches(p.pid) - before
             check(woke < 20, "the master woke %d times in 0.5 s waiting for its worker" % woke)
         p.wait(15)
     finally:
