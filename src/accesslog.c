@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,11 +54,18 @@ int accesslog_open(const char *path, int format)
     return 0;
 }
 
-int accesslog_chown(uid_t uid, gid_t gid)
+int accesslog_reachable(void)
+{
+    if (accesslog_fd < 0 || log_not_regular_file(accesslog_fd))
+        return 0;
+    return log_path_reachable(al_path);
+}
+
+int accesslog_chown(uid_t uid)
 {
     if (accesslog_fd < 0)
         return 0;
-    return log_file_give(accesslog_fd, al_path, uid, gid);
+    return log_file_give(accesslog_fd, al_path, uid);
 }
 
 static int al_piped = -1;          /* the log is a pipe or socket: -1 not looked yet */
@@ -166,10 +174,19 @@ int accesslog_reopen(void)
         return -1;
     }
     accesslog_flush();
+    /* a line cut by a full disk is ended now, in the old file: the new one
+     * may be that same file (SIGUSR1 once the disk was freed, no rename),
+     * and the flush writes the newline only before lines */
+    if (al_cut && write_all("\n", 1) == 1)
+        al_cut = 0;
+    struct stat old, new;
+    int same = fstat(accesslog_fd, &old) == 0 && fstat(fd, &new) == 0 &&
+               old.st_dev == new.st_dev && old.st_ino == new.st_ino;
     close(accesslog_fd);
     accesslog_fd = fd;
     look_at_log_kind();
-    al_cut = 0;
+    if (!same)
+        al_cut = 0;
     return 0;
 }
 

@@ -26,7 +26,10 @@ enum { ACCESSLOG_COMMON = 0, ACCESSLOG_COMBINED = 1 };
 int accesslog_open(const char *path, int format);
 /* Gives the current log file to the workers' user (after a root master
  * created it).  0, or -1 with errno. */
-int accesslog_chown(uid_t uid, gid_t gid);
+int accesslog_chown(uid_t uid);
+/* Worker: 0 if it can open the log by its path (as a reopen would), or if
+ * the log is not a file to rotate; -1 with errno. */
+int accesslog_reachable(void);
 /* Reopens the log by path (SIGUSR1, logrotate).  Pending lines go to the old
  * file first.  0, or -1 (logged) keeping the old descriptor. */
 int accesslog_reopen(void);
@@ -56,7 +59,8 @@ static inline void accesslog_request(const struct conn *c, const struct http_req
 #else   /* configured with --disable-access-log: nothing on the request path */
 static inline int accesslog_open(const char *path, int format)
 { (void)path; (void)format; return 0; }
-static inline int accesslog_chown(uid_t uid, gid_t gid) { (void)uid; (void)gid; return 0; }
+static inline int accesslog_chown(uid_t uid) { (void)uid; return 0; }
+static inline int accesslog_reachable(void) { return 0; }
 static inline int accesslog_reopen(void) { return 0; }
 static inline int accesslog_start(void) { return 0; }
 static inline void accesslog_flush(void) { }

@@ -125,7 +125,7 @@ int buff_flush_now(struct buff *b)
     return rc;
 }
 
-int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
+int buff_sendfile(struct buff *b, int file_fd, off_t offset, uint64_t len)
 {
     if (b->failed)
         return -1;
@@ -135,8 +135,9 @@ int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len)
         return 0;
     b->syscalls++;
     off_t start = offset;
+    /* nothing is pending now: the buffer is the copy's bounce buffer */
     if (io_sendfile_all(b->waiter, b->fd, file_fd, &offset, len, b->timeout,
-                        b->sendfile_chunk) < 0) {
+                        b->sendfile_chunk, b->buf, b->cap) < 0) {
         b->bytes_sent += (uint64_t)(offset - start);   /* what left, for the access log */
         if (errno == ENODATA || errno == EIO)
             return buff_file_cut(b, errno == ENODATA);

@@ -50,7 +50,7 @@ int buff_flush(struct buff *b);
  * to pipelined requests while a body is read). */
 int buff_flush_now(struct buff *b);
 /* Flush the pending bytes hinting that more follows, then send file bytes. */
-int buff_sendfile(struct buff *b, int file_fd, off_t offset, size_t len);
+int buff_sendfile(struct buff *b, int file_fd, off_t offset, uint64_t len);
 /* A file being sent could not be read to its end (shrank: it ended early;
  * else an I/O error): what is pending leaves first (replies pipelined
  * before this one, and its head), and the buffer fails.  Returns -1. */

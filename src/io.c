@@ -302,39 +302,58 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
     return 0;
 }
 
-int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
-                    size_t len, unsigned timeout, size_t chunk)
+/* The copy where sendfile is missing or refuses the file: a pread into the
+ * caller's bounce buffer (not the handler's stack, which may be 16 KiB),
+ * then a write of it. */
+static int copy_by_pread(struct io_waiter *w, int fd, int file_fd, off_t *offset, uint64_t *len,
+                         unsigned timeout, char *bounce, size_t bounce_cap)
 {
+    while (*len > 0) {
+        size_t want = *len < bounce_cap ? (size_t)*len : bounce_cap;
+        ssize_t r = pread(file_fd, bounce, want, *offset);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = ENODATA;
+            return -1;
+        }
+        struct iovec iov = { bounce, (size_t)r };
+        size_t written = 0;
+        int rc = io_writev_all(w, fd, &iov, 1, timeout, (uint64_t)r < *len, &written);
+        *offset += (off_t)written;
+        *len -= written;
+        if (rc < 0)
+            return -1;
+        io_run_add(w, 0);       /* io_writev_all counted the block: yield if the run is long */
+    }
+    return 0;
+}
+
+int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset, uint64_t len,
+                    unsigned timeout, size_t chunk, char *bounce, size_t bounce_cap)
+{
+#if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
     struct timeval deadline;
     int have_deadline = 0;
+    /* Linux sends at most 2 GiB less a page per call; and size_t may be
+     * narrower than a file (32 bits, with a 64-bit off_t) */
+    const size_t most = chunk > 0 ? chunk : (size_t)1 << 30;
 
     while (len > 0) {
-        ssize_t n;
-#if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
-        size_t want = chunk > 0 && len > chunk ? chunk : len;
-        n = sendfile(fd, file_fd, offset, want);
+        size_t want = len > most ? most : (size_t)len;
+        ssize_t n = sendfile(fd, file_fd, offset, want);
         if (n == 0) {           /* file shrank under us: cannot keep our promise */
             errno = ENODATA;
             return -1;
         }
-#else
-        char block[16384];      /* a write per block: chunk is moot */
-        (void)chunk;
-        ssize_t r = pread(file_fd, block, len < sizeof block ? len : sizeof block, *offset);
-        if (r <= 0) {
-            if (r == 0) errno = ENODATA;
-            return -1;
-        }
-        struct iovec iov = { block, (size_t)r };
-        if (io_writev_all(w, fd, &iov, 1, timeout, 0, NULL) < 0)
-            return -1;
-        n = r;
-        *offset += r;
-        io_run_add(w, 0);       /* io_writev_all counted the block */
-#endif
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
+                /* a file sendfile cannot read (a file system without
+                 * splice): the same bytes by pread and write */
+                return copy_by_pread(w, fd, file_fd, offset, &len, timeout, bounce, bounce_cap);
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 return -1;
             if (!have_deadline) {
@@ -346,8 +365,7 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
             continue;
         }
         have_deadline = 0;
-#if defined(HAVE_SENDFILE) && defined(HAVE_SYS_SENDFILE_H)
-        count_sent(w, (size_t)n);   /* (without: io_writev_all counted them) */
+        count_sent(w, (size_t)n);
         /* the socket took a whole chunk and more is due: let the others run
          * first (a shorter send means the buffer is full, and the wait for
          * room that follows lets them run anyway) */
@@ -355,8 +373,11 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
             w->run = 0;
             pth_yield(NULL);
         }
-#endif
-        len -= (size_t)n;
+        len -= (uint64_t)n;
     }
     return 0;
+#else
+    (void)chunk;                /* a write per bounce buffer: chunk is moot */
+    return copy_by_pread(w, fd, file_fd, offset, &len, timeout, bounce, bounce_cap);
+#endif
 }

@@ -141,13 +141,15 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
 #define ENODATA ENOATTR
 #endif
 
-/* Sends len bytes of file_fd from *offset (advanced) with sendfile(2), or
- * pread+write where sendfile is missing. Same timeout rule; errno ENODATA
- * when the file ends before len bytes (it shrank).  At most chunk
- * bytes go in one sendfile call; when the socket took them all and more is
- * due, the caller yields first (0: no limit). */
-int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset,
-                    size_t len, unsigned timeout, size_t chunk);
+/* Sends len bytes of file_fd from *offset (advanced by what left) with
+ * sendfile(2), or pread into bounce (bounce_cap bytes) and write where
+ * sendfile is missing or refuses the file (EINVAL, ENOSYS, EOPNOTSUPP: a
+ * file system that cannot splice). Same timeout rule; errno ENODATA when the file ends
+ * before len bytes (it shrank).  At most chunk bytes go in one sendfile
+ * call; when the socket took them all and more is due, the caller yields
+ * first (0: no limit). */
+int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset, uint64_t len,
+                    unsigned timeout, size_t chunk, char *bounce, size_t bounce_cap);
 
 /* Memory whose bytes the kernel copies into sockets (cached bodies, output
  * buffers), aligned to IO_SEND_ALIGN; release with free().  NULL when out

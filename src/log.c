@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,77 +36,207 @@ static int standard_stream(const char *path)
     return fcntl(stream, F_DUPFD_CLOEXEC, 3);
 }
 
-/* At start: the administrator's path, as it is.  But as root, not a
- * symbolic link another user made, nor a file with other names: either may
- * point the log at any file (nginx's CVE-2016-1247 needs only a log
- * directory the workers' user may write), which root would create or
- * append to.  The link is refused before it is opened (the open would
- * create what it names, or hang on a FIFO), and a path that was no link is
- * opened without following one and must still be the file looked at. */
-static int open_at_start(const char *path, int flags, int *linked)
+/* A link in procfs is the kernel's own (/dev/stdout names /proc/self/fd/1,
+ * which names a pipe or a terminal): nobody can make one, and what it names
+ * is no path to follow by hand. */
+static int in_procfs(dev_t dev)
 {
-    struct stat named, st;
-    int seen = lstat(path, &named) == 0;
-    int is_link = seen && S_ISLNK(named.st_mode);
-    int as_root = geteuid() == 0;
-    if (as_root && is_link && named.st_uid != 0) {
-        log_msg(LOG_ERROR, "log %s is a symbolic link made by uid %lu, not root: "
-                "refusing to open what it names as root", path, (unsigned long)named.st_uid);
-        errno = EPERM;
+    static int looked;
+    static dev_t proc_dev;
+    static int have_proc;
+    if (!looked) {
+        struct stat st;
+        looked = 1;
+        have_proc = stat("/proc/self", &st) == 0;
+        if (have_proc)
+            proc_dev = st.st_dev;
+    }
+    return have_proc && dev == proc_dev;
+}
+
+/* Reads the symbolic link at path if it is one: 1 and its target in
+ * target, 0 if path is no link (or does not exist: the open creates it),
+ * -1 with errno.  *link: the link's own status.  On Linux the link is read
+ * through a handle on the link itself, so that the link whose owner was
+ * looked at is the link read, whatever is renamed over it meanwhile. */
+static int read_link(const char *path, char *target, size_t size, struct stat *link)
+{
+    struct stat st;
+    ssize_t n;
+#if defined(__linux__) && defined(O_PATH)
+    int h = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (h < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (fstat(h, &st) < 0) {
+        int e = errno;
+        close(h);
+        errno = e;
         return -1;
     }
-    int fd = open(path, flags | (as_root && !is_link ? O_NOFOLLOW : 0), 0640);
-    if (fd < 0 && errno == ENXIO)
+    if (!S_ISLNK(st.st_mode)) {
+        close(h);
+        return 0;
+    }
+    n = readlinkat(h, "", target, size - 1);
+    int e = errno;
+    close(h);
+    errno = e;
+#else
+    /* elsewhere the link is looked at again after it is read: one renamed
+     * over it in between must at least be renamed back in that time */
+    struct stat again;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISLNK(st.st_mode))
+        return 0;
+    n = readlink(path, target, size - 1);
+    if (n >= 0 && (lstat(path, &again) < 0 || again.st_ino != st.st_ino ||
+                   again.st_dev != st.st_dev || again.st_uid != st.st_uid)) {
+        errno = EAGAIN;
+        return -1;
+    }
+#endif
+    if (n < 0)
+        return -1;
+    if ((size_t)n >= size - 1) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    target[n] = '\0';
+    *link = st;
+    return 1;
+}
+
+/* As root, the symbolic links a log path goes through are followed only if
+ * root made them, each of them (a link another user made, or put where a
+ * root-made link pointed, could name any file, which root would create or
+ * append to: nginx's CVE-2016-1247 needs only a log directory the workers'
+ * user may write).  Copies into out the path the last link names (path
+ * itself if it is no link), which is then opened without following a link.
+ * *followed: 1 if path was a link; *kernel: 1 if a link of the kernel's
+ * was reached (out names it: the open follows it).  0, or -1 with errno
+ * (EPERM: a link made by another user, logged). */
+static int follow_root_links(const char *path, char *out, size_t size, int *followed, int *kernel)
+{
+    char target[PATH_MAX];
+    *followed = *kernel = 0;
+    if (strlen(path) >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(out, path);
+    for (int hops = 0;; hops++) {
+        struct stat link;
+        int r = read_link(out, target, sizeof target, &link);
+        if (r <= 0)
+            return r;
+        *followed = 1;
+        if (in_procfs(link.st_dev)) {
+            *kernel = 1;            /* opened as it is, following the kernel's link */
+            return 0;
+        }
+        if (link.st_uid != 0) {
+            if (strcmp(out, path) == 0)
+                log_msg(LOG_ERROR, "log %s is a symbolic link made by uid %lu, not root: "
+                        "refusing to open what it names as root", path, (unsigned long)link.st_uid);
+            else
+                log_msg(LOG_ERROR, "log %s goes through %s, a symbolic link made by uid %lu, "
+                        "not root: refusing to open what it names as root",
+                        path, out, (unsigned long)link.st_uid);
+            errno = EPERM;
+            return -1;
+        }
+        if (hops == 8) {
+            errno = ELOOP;
+            return -1;
+        }
+        /* a relative target is relative to the link's directory */
+        const char *slash = target[0] == '/' ? NULL : strrchr(out, '/');
+        size_t dir = slash != NULL ? (size_t)(slash - out) + 1 : 0;
+        if (dir + strlen(target) >= size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memmove(out + dir, target, strlen(target) + 1);
+    }
+}
+
+/* As root, the file a log path names must be the one looked at, and must
+ * have no other name (a hard link another user made may be any file).
+ * named: lstat of the path before the open, NULL if there was none; a
+ * device node (only root makes one) may open as another file: FreeBSD's
+ * /dev/fd/1, which /dev/stdout names, opens as descriptor 1's file.
+ * check_links: refuse a regular file with other names. */
+static int check_opened(int fd, const char *path, const struct stat *named, int at_start,
+                        int check_links)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return errno;
+    if (named != NULL && !S_ISCHR(named->st_mode) && !S_ISBLK(named->st_mode) &&
+        (st.st_dev != named->st_dev || st.st_ino != named->st_ino)) {
+        log_msg(LOG_ERROR, "log %s was replaced while it was opened", path);
+        return EAGAIN;
+    }
+    if (!at_start && !S_ISREG(st.st_mode))
+        return ENODEV;
+    if (check_links && S_ISREG(st.st_mode) && st.st_nlink != 1) {
+        if (at_start)
+            log_msg(LOG_ERROR, "log %s has %lu names (another may be any file): "
+                    "refusing to append to it as root", path, (unsigned long)st.st_nlink);
+        return EMLINK;
+    }
+    return 0;
+}
+
+/* Opens the log at path: at the first open (at_start) the administrator's
+ * path as it is, but as root only through symbolic links root made, and not
+ * a file with other names; the link is refused before anything is opened
+ * (the open would create what it names, or hang on a FIFO).  Reopened, a
+ * path that was not a link at the first open is not followed, and must be
+ * a regular file (opened without waiting: a FIFO put there would hang the
+ * open) with no other links; one that was a link is followed again, as at
+ * start. */
+int log_file_open(const char *path, int *linked)
+{
+    const int at_start = *linked < 0;
+    const int as_root = geteuid() == 0;
+    char resolved[PATH_MAX];
+    const char *name = path;
+    int followed = 0, kernel = 0;
+    if (as_root && (at_start || *linked)) {
+        if (follow_root_links(path, resolved, sizeof resolved, &followed, &kernel) < 0)
+            return -1;
+        name = resolved;
+    } else if (at_start) {
+        struct stat l;
+        followed = lstat(path, &l) == 0 && S_ISLNK(l.st_mode);
+    }
+    int nofollow = as_root ? !kernel : !at_start && !*linked;
+    struct stat named;
+    int seen = as_root && !kernel && lstat(name, &named) == 0;
+    int fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                        (at_start ? 0 : O_NONBLOCK) | (nofollow ? O_NOFOLLOW : 0), 0640);
+    if (fd < 0 && errno == ENXIO && at_start)
         fd = standard_stream(path);
     if (fd < 0)
         return -1;
+    /* not as root, or through the kernel's link: as before this rule, a
+     * path that was a link is not held to one name */
     int refused = 0;
-    if (as_root && !is_link) {
-        if (fstat(fd, &st) < 0) {
-            refused = errno;
-        } else if (seen && (st.st_dev != named.st_dev || st.st_ino != named.st_ino)) {
-            log_msg(LOG_ERROR, "log %s was replaced while it was opened", path);
-            refused = EAGAIN;
-        } else if (S_ISREG(st.st_mode) && st.st_nlink != 1) {
-            log_msg(LOG_ERROR, "log %s has %lu names (another may be any file): "
-                    "refusing to append to it as root", path, (unsigned long)st.st_nlink);
-            refused = EMLINK;
-        }
-    }
-    if (refused != 0) {
-        close(fd);
-        errno = refused;
-        return -1;
-    }
-    *linked = is_link;
-    return fd;
-}
-
-/* A path that was a symbolic link when first opened is the administrator's
- * choice and is followed again; one that was not is not followed when
- * reopened, and what it names then must be a regular file with no other
- * links: whoever may write the log directory (the workers' user, say) could
- * otherwise link it to any file the master, as root, then appends to, or
- * put a FIFO there that would hang the master's open. */
-int log_file_open(const char *path, int *linked)
-{
-    const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
-    if (*linked < 0)
-        return open_at_start(path, flags, linked);
-    int fd = open(path, flags | O_NONBLOCK | (*linked ? 0 : O_NOFOLLOW), 0640);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    int refused = fstat(fd, &st) < 0 ? errno
-                : !S_ISREG(st.st_mode) ? ENODEV
-                : !*linked && st.st_nlink != 1 ? EMLINK : 0;
-    if (refused == 0 && fcntl(fd, F_SETFL, O_APPEND) < 0)     /* O_NONBLOCK off */
+    if (as_root && !kernel)
+        refused = check_opened(fd, name, seen ? &named : NULL, at_start, 1);
+    else if (!at_start)
+        refused = check_opened(fd, name, NULL, 0, !*linked);
+    if (refused == 0 && !at_start && fcntl(fd, F_SETFL, O_APPEND) < 0)     /* O_NONBLOCK off */
         refused = errno;
     if (refused != 0) {
         close(fd);
         errno = refused;
         return -1;
     }
+    if (at_start)
+        *linked = followed;
     return fd;
 }
 
@@ -135,7 +266,7 @@ int log_reopen(const char *path)
     return log_open(path);
 }
 
-int log_file_give(int fd, const char *path, uid_t uid, gid_t gid)
+int log_file_give(int fd, const char *path, uid_t uid)
 {
     struct stat st, named;
     if (fstat(fd, &st) < 0)
@@ -155,12 +286,39 @@ int log_file_give(int fd, const char *path, uid_t uid, gid_t gid)
         errno = EMLINK;
         return -1;
     }
-    return fchown(fd, uid, gid);
+    return fchown(fd, uid, (gid_t)-1);
 }
 
-int log_give(uid_t uid, gid_t gid)
+int log_give(uid_t uid)
 {
-    return log_opened ? log_file_give(log_fd, log_path, uid, gid) : 0;
+    return log_opened ? log_file_give(log_fd, log_path, uid) : 0;
+}
+
+int log_path_reachable(const char *path)
+{
+    if (access(path, W_OK) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
+    /* renamed away just now (a rotation under way): the master makes it
+     * again before the workers reopen; what counts is its directory */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(dir, n > 0 ? path : ".", n > 0 ? n : 1);
+    dir[n > 0 ? n : 1] = '\0';
+    return access(dir, X_OK);
+}
+
+int log_reachable(void)
+{
+    if (!log_opened || log_not_regular_file(log_fd))
+        return 0;
+    return log_path_reachable(log_path);
 }
 
 void log_echo_begin(void)

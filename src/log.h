@@ -7,11 +7,12 @@
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 /* Opens a log file to append to.  *linked: -1 at the first open, which sets
- * it (1: path was a symbolic link); as root, that open refuses a symbolic
- * link not made by root (EPERM) and a file with other names (EMLINK), and
- * /dev/stdout or /dev/stderr when a socket is the stream itself.  Reopened,
- * a path that was not a link is not followed (ELOOP), and must name a
- * regular file (else ENODEV) with no other links (else EMLINK). */
+ * it (1: path was a symbolic link); that open takes /dev/stdout or
+ * /dev/stderr when a socket is the stream itself.  As root, every open
+ * follows only symbolic links root made (else EPERM, logged: the link
+ * another user made is named) and refuses a file with other names (EMLINK).
+ * Reopened, a path that was not a link is not followed (ELOOP), and must
+ * name a regular file (else ENODEV) with no other links (else EMLINK). */
 int  log_file_open(const char *path, int *linked);
 /* Set where messages go (default stderr) and the most verbose level shown. */
 int  log_open(const char *path);
@@ -22,17 +23,25 @@ int  log_reopen(const char *path);
 /* The wording callers add to a failed log_file_give() or reopen. */
 #define LOG_GIVE_RULE "only a regular file named by the path itself, with no other links, is given"
 #define LOG_REOPEN_RULE "still writing to the old file; a log is reopened only as a regular file, " \
-                        "with no other links and not through a symbolic link made after start"
+                        "with no other links, not through a symbolic link made after start " \
+                        "nor, as root, one another user made"
 void log_set_level(enum log_level level);
 
-/* Gives the log open on fd to the workers' user (uid, gid) so that they can
- * reopen it by path, if it is a regular file: a terminal, pipe or device
- * named as a log stays whose it is.  0, or -1 with errno: ELOOP if path does
+/* Gives the log open on fd to the workers' user (uid; the file's group is
+ * kept: logrotate's "create 0640 root adm" leaves it readable by adm) so
+ * that they can reopen it by path, if it is a regular file: a terminal,
+ * pipe or device named as a log stays whose it is.  0, or -1 with errno: ELOOP if path does
  * not name that file itself (a symbolic link), EMLINK if the file has other
  * names; such a file is not given. */
-int log_file_give(int fd, const char *path, uid_t uid, gid_t gid);
+int log_file_give(int fd, const char *path, uid_t uid);
 /* The same for the error log, if log_open() opened one. */
-int log_give(uid_t uid, gid_t gid);
+int log_give(uid_t uid);
+/* 0 if this process can open the file at path for writing (as a reopen
+ * would), or could create it there once the master has (it is missing
+ * but its directory can be searched); -1 with errno. */
+int log_path_reachable(const char *path);
+/* The same for the error log; 0 if there is no error log file to rotate. */
+int log_reachable(void);
 /* 1 if fd is open on a terminal, pipe, socket or device: no file to rotate
  * or give away, and writes to a pipe are whole only up to PIPE_BUF. */
 int log_not_regular_file(int fd);

@@ -133,6 +133,7 @@ static pid_t spawn(unsigned s)
         ws.life_fd = life[0];
         ws.ready_fd = ready_pipe[1];
         ws.priv = setup->priv;
+        ws.slot = s;
         ws.n_lfds = setup->n_listen;
         if (setup->per_worker_sockets) {
             unsigned n = setup->n_listen;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pth.h>
@@ -378,6 +379,27 @@ static void fifo_insert(struct fifo *f, struct slot *s)
         *last_of(f, s->expires) = s;    /* the last of its second now */
 }
 
+#ifdef PARK_EPOLL
+/* A refused arming (the kernel's epoll watch limit, fs.epoll.max_user_watches,
+ * reached) is said at most once a minute: it repeats for every idle
+ * connection while it lasts. */
+static void arm_refused(int fd)
+{
+    static time_t said;
+    static unsigned long refused;
+    int e = errno;
+    time_t now = time(NULL);
+    refused++;
+    if (said != 0 && now - said < 60)
+        return;
+    errno = e;
+    log_errno(LOG_WARN, "park: epoll_ctl arming fd %d (%lu refused since this was last said): "
+              "idle connections hold their handler threads meanwhile", fd, refused);
+    said = now;
+    refused = 0;
+}
+#endif
+
 int park_connection(const struct depot_conn *conn, unsigned timeout)
 {
     struct fifo *f;
@@ -386,7 +408,7 @@ int park_connection(const struct depot_conn *conn, unsigned timeout)
     struct slot *s = lot.free_list;
 #ifdef PARK_EPOLL
     if (arm(conn->fd, (unsigned)(s - lot.slots), s->gen + 1, conn->parked_before) < 0) {
-        log_errno(LOG_WARN, "park: epoll_ctl arming fd %d", conn->fd);
+        arm_refused(conn->fd);
         return -1;
     }
 #endif

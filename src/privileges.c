@@ -193,10 +193,10 @@ void privileges_give_logs(const struct privileges *p, int error_log, int access_
 {
     if (!p->drop)
         return;
-    if (error_log && cfg.error_log != NULL && log_give(p->uid, p->gid) < 0)
-        log_errno(level, "cannot give error log %s to %s:%s (" LOG_GIVE_RULE ")",
-                  cfg.error_log, p->user, p->group);
-    if (access_log && accesslog_chown(p->uid, p->gid) < 0)
-        log_errno(level, "cannot give access log %s to %s:%s (" LOG_GIVE_RULE ")",
-                  cfg.access_log, p->user, p->group);
+    if (error_log && cfg.error_log != NULL && log_give(p->uid) < 0)
+        log_errno(level, "cannot give error log %s to %s (" LOG_GIVE_RULE ")",
+                  cfg.error_log, p->user);
+    if (access_log && accesslog_chown(p->uid) < 0)
+        log_errno(level, "cannot give access log %s to %s (" LOG_GIVE_RULE ")",
+                  cfg.access_log, p->user);
 }

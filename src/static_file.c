@@ -484,7 +484,7 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             log_errno(LOG_ERROR, "reading the body of %s", c->path);
         return buff_file_cut(&c->out, errno == ENODATA);
     }
-    int rc = buff_sendfile(&c->out, f->fd, (off_t)off, (size_t)len);
+    int rc = buff_sendfile(&c->out, f->fd, (off_t)off, len);
     if (rc < 0 && errno == EIO)
         log_errno(LOG_ERROR, "reading the body of %s", c->path);
     return rc;

@@ -123,6 +123,24 @@ static void stop(const char *why)
     }
 }
 
+/* The workers reopen the logs by path (SIGUSR1) as their own user, and in
+ * their chroot: said at start if they cannot, rather than at the first
+ * rotation, in the old file nobody reads. */
+static void check_logs_reachable(const struct worker_setup *ws)
+{
+    const struct privileges *p = ws->priv;
+    if (ws->slot != 0 || (!p->drop && p->chroot_dir == NULL))
+        return;                     /* one worker speaks for all; as the master, they can */
+    const char *where = p->chroot_dir != NULL ? " inside the chroot" : "";
+    const char *who = p->drop ? p->user : "the workers";
+    for (int is_access = 0; is_access <= 1; is_access++)
+        if ((is_access ? accesslog_reachable() : log_reachable()) < 0)
+            log_errno(LOG_WARN, "%s log %s: %s cannot open it by this path%s, so after a "
+                      "rotation (SIGUSR1) the workers would go on writing to the old file",
+                      is_access ? "access" : "error", is_access ? cfg.access_log : cfg.error_log,
+                      who, where);
+}
+
 static void reopen_logs(void)
 {
     if (cfg.error_log != NULL && log_reopen(cfg.error_log) < 0)
@@ -276,6 +294,7 @@ void worker_main(const struct worker_setup *ws)
     if (privileges_drop(ws->priv) < 0 ||
         static_file_root_searchable(cfg.root, ws->priv->drop ? ws->priv->user : NULL) < 0)
         fail();
+    check_logs_reachable(ws);
     static_file_watch_root();
 
     /* the Pth runtime is created here, after the fork: nothing of it is shared */

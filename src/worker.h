@@ -17,6 +17,7 @@ struct worker_setup {
     int life_fd;                /* read end of the master's pipe: EOF = master gone */
     int ready_fd;               /* write end of the master's ready pipe: our pid once serving */
     const struct privileges *priv;
+    unsigned slot;              /* which of the --workers it is (0: says what all would) */
 };
 
 /* Runs in the child right after fork() (signals SIGTERM, SIGINT, SIGHUP,

@@ -778,7 +778,10 @@ FAULT_SHIM_C = r"""
  * with O_RDONLY|O_CLOEXEC in a process (the accept thread's reserve
  * descriptor) fails with ENFILE (the system's file table full); every
  * epoll_ctl() asking for EPOLLONESHOT (the park's, not Pth's) fails with
- * errno FAULT_EPOLL_ONESHOT_ERRNO (the kernel's epoll watch limit reached). */
+ * errno FAULT_EPOLL_ONESHOT_ERRNO (the kernel's epoll watch limit reached),
+ * each failure adding a byte to the file FAULT_EPOLL_ONESHOT_MARK if set;
+ * every sendfile() fails with errno FAULT_SENDFILE_ERRNO (a file system
+ * that cannot splice). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -790,6 +793,7 @@ FAULT_SHIM_C = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -935,6 +939,13 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
     int (*real)(int, int, int, struct epoll_event *) =
         (int (*)(int, int, int, struct epoll_event *))dlsym(RTLD_NEXT, "epoll_ctl");
     if (ev != NULL && (ev->events & EPOLLONESHOT) && env_int("FAULT_EPOLL_ONESHOT_ERRNO") != 0) {
+        const char *mark = getenv("FAULT_EPOLL_ONESHOT_MARK");
+        int m = mark != NULL ? open(mark, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+        if (m >= 0) {
+            ssize_t w = write(m, "x", 1);
+            (void)w;
+            close(m);
+        }
         errno = env_int("FAULT_EPOLL_ONESHOT_ERRNO");
         return -1;
     }
@@ -965,6 +976,22 @@ struct group *getgrnam(const char *name)
         return NULL;
     }
     return real(name);
+}
+
+ssize_t sendfile(int out, int in, off_t *offset, size_t count)
+{
+    ssize_t (*real)(int, int, off_t *, size_t) =
+        (ssize_t (*)(int, int, off_t *, size_t))dlsym(RTLD_NEXT, "sendfile");
+    if (env_int("FAULT_SENDFILE_ERRNO") != 0) {
+        errno = env_int("FAULT_SENDFILE_ERRNO");
+        return -1;
+    }
+    return real(out, in, offset, count);
+}
+
+ssize_t sendfile64(int out, int in, off_t *offset, size_t count)
+{
+    return sendfile(out, in, offset, count);
 }
 """
 

@@ -1,6 +1,7 @@
 """Static GET/HEAD: types, validators, conditionals, ranges, directories, listings."""
 
 import email.utils
+import errno
 import re
 import os
 import socket
@@ -413,6 +414,31 @@ def _(srv):
         own.kill()
 
 
+# sendfile refusing a file (EINVAL: a file system that cannot splice) was
+# taken for a dead client: the head left, the connection was closed and
+# nothing logged, on every request for the file.  The bytes go by pread
+# and write instead.
+@test("static: a file sendfile refuses (EINVAL) is sent by read and write instead")
+def _(srv):
+    own = cowdtest.faulty_server(srv, ["--sendfile-min", "16k"], FAULT_SENDFILE_ERRNO=str(errno.EINVAL))
+    try:
+        blk = srv.root.big_block
+        with own.conn() as c:
+            c.send(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n"
+                   b"GET /big.bin HTTP/1.1\r\nHost: a\r\nRange: bytes=1000000-1300000\r\n\r\n"
+                   b"GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n")
+            r = c.response()
+            eq(r.status_line, OK, "status")
+            eq(len(r.body), cowdtest.BIG_SIZE, "body length")
+            check(r.body == blk * (cowdtest.BIG_SIZE // len(blk)), "body bytes differ")
+            r = c.response()
+            eq(r.status_line, PARTIAL, "range status")
+            want = (blk * 2)[1000000 % len(blk):1000000 % len(blk) + 300001]
+            check(r.body == want, "range bytes differ")
+            eq(c.response().body, HELLO, "the pipelined request after them")
+    finally:
+        own.kill()
+
 @test("cache: a file truncated under the cache is never served with a wrong length",
       ["--cache-validate", "0", "--sendfile-min", "1k"])
 def _(srv):
@@ -704,6 +730,44 @@ def _(srv):
     et, lm = validators(srv, "/data.bin")
     r = rng(srv, "/data.bin", "bytes=0-9", ["If-None-Match: " + et])
     eq(r.status_line, "HTTP/1.1 304 Not Modified", "status")
+
+
+@test("range: preconditions are judged before Range (RFC 9110 13.2.2)")
+def _(srv):
+    et, lm = validators(srv, "/data.bin")
+    r = rng(srv, "/data.bin", "bytes=5000-", ['If-Match: "nope"'])
+    eq(r.status_line, "HTTP/1.1 412 Precondition Failed", "failing If-Match with an unsatisfiable Range")
+    r = rng(srv, "/data.bin", "bytes=5000-", ["If-None-Match: " + et])
+    eq(r.status_line, "HTTP/1.1 304 Not Modified", "matching If-None-Match with an unsatisfiable Range")
+    r = rng(srv, "/data.bin", "bytes=0-9", ["If-Unmodified-Since: " + lm])
+    eq(r.status_line, PARTIAL, "a resumed download: If-Unmodified-Since its Last-Modified")
+    eq(r.body, DATA[:10], "body")
+    r = rng(srv, "/data.bin", "bytes=0-9", ["If-Match: " + et])
+    eq(r.status_line, PARTIAL, "If-Match matching")
+    srv.assert_alive()
+
+
+@test("range: an empty file: a suffix range is 200 empty, any other 416 with */0")
+def _(srv):
+    r = rng(srv, "/empty.txt", "bytes=-5")
+    eq((r.status_line, r.get("Content-Length"), r.body), (OK, "0", b""), "bytes=-5")
+    for spec in ("bytes=0-", "bytes=0-0", "bytes=-0"):
+        r = rng(srv, "/empty.txt", spec)
+        eq(r.status_line, "HTTP/1.1 416 Range Not Satisfiable", spec)
+        eq(r.get("Content-Range"), "bytes */0", "Content-Range for %s" % spec)
+        eq(r.get("Content-Length"), str(len(r.body)), "Content-Length for %s" % spec)
+    srv.assert_alive()
+
+
+@test("range: multipart read through the uncached path, parts kept apart",
+      args=["--cache-entries", "0"])
+def _(srv):
+    want = ((0, 9), (500, 519), (990, 999))
+    r = rng(srv, "/data.bin", "bytes=0-9,500-519,990-999")
+    eq(r.status_line, PARTIAL, "status")
+    parts = parse_multipart(r, 1000)
+    eq([h.get("content-range") for h, _ in parts], ["bytes %d-%d/1000" % w for w in want], "ranges")
+    eq([d for _, d in parts], [DATA[a:z + 1] for a, z in want], "bytes of each part")
 
 
 # ---- directories ---------------------------------------------------------------

@@ -483,9 +483,40 @@ def _(shared):
 # a graceful stop did not end its wait: the worker stayed for
 # --shutdown-timeout and then cut every connection it still had.  Both
 # kinds: kept alive after a reply, and new and silent.
+def park_mark(shared):
+    """A file for FAULT_EPOLL_ONESHOT_MARK the workers (nobody, if the tests
+    run as root) can append to."""
+    fd, mark = tempfile.mkstemp(prefix="cowd-park-refused-", dir=shared.root.tmp)
+    os.close(fd)
+    os.chmod(mark, 0o666)
+    return mark
+
+
+def park_refusals(mark):
+    try:
+        return os.path.getsize(mark)
+    except OSError:
+        return 0
+
+
+def wait_park_refusals(srv, mark, n):
+    """Waits for n parks refused by the fault shim (FAULT_EPOLL_ONESHOT_MARK
+    = mark); skips where the park does not use epoll_ctl."""
+    try:
+        wait_for(lambda: park_refusals(mark) >= n, 5 * cowdtest.SLOW, "%d refused parks" % n)
+    except TestFailure:
+        version = subprocess.run([cowdtest.COWD, "--version"], capture_output=True,
+                                 text=True, timeout=10).stdout
+        if " epoll park" in version:
+            raise                       # it must have tried
+        raise TestSkip("the park of this build does not use epoll_ctl: nothing was refused")
+
+
 @test("workers: connections the park refused are closed at once by a graceful stop")
 def _(shared):
-    with cowdtest.preloaded_faults(shared.root.tmp, FAULT_EPOLL_ONESHOT_ERRNO=str(errno.ENOSPC)):
+    mark = park_mark(shared)
+    with cowdtest.preloaded_faults(shared.root.tmp, FAULT_EPOLL_ONESHOT_ERRNO=str(errno.ENOSPC),
+                                   FAULT_EPOLL_ONESHOT_MARK=mark):
         srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", "30", "--defer-accept", "0",
                                   "--keepalive-timeout", "60", "--header-timeout", "60"])
     try:
@@ -495,15 +526,7 @@ def _(shared):
         eq(idle.response().body, HELLO, "first response")
         silent = srv.conn()
         # each handler tries to park a second after its wait began
-        try:
-            wait_for(lambda: error_log(srv).count("park: epoll_ctl arming") >= 2,
-                     5 * cowdtest.SLOW, "two refused parks")
-        except TestFailure:
-            version = subprocess.run([cowdtest.COWD, "--version"], capture_output=True,
-                                     text=True, timeout=10).stdout
-            if " epoll park" in version:
-                raise                       # it must have tried
-            raise TestSkip("the park of this build does not use epoll_ctl: nothing was refused")
+        wait_park_refusals(srv, mark, 2)
         srv.proc.send_signal(signal.SIGTERM)
         t0 = time.time()
         idle.expect_closed(3.0 * cowdtest.SLOW)
@@ -514,6 +537,35 @@ def _(shared):
     finally:
         finish(srv)
 
+
+# Every refused park (the kernel's epoll watch limit reached) wrote a
+# warning: one line per idle connection for as long as the limit lasted.
+@test("workers: refused parks are logged at most once a minute, with a count")
+def _(shared):
+    mark = park_mark(shared)
+    with cowdtest.preloaded_faults(shared.root.tmp, FAULT_EPOLL_ONESHOT_ERRNO=str(errno.ENOSPC),
+                                   FAULT_EPOLL_ONESHOT_MARK=mark):
+        srv = start(shared.root, ["--workers", "1", "--keepalive-timeout", "60"])
+    conns = []
+    try:
+        workers_of(srv, 1)
+        for _ in range(8):
+            c = srv.conn()
+            conns.append(c)
+            c.send(request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "response")
+        wait_park_refusals(srv, mark, 8)
+        lines = [l for l in error_log(srv).splitlines() if "park: epoll_ctl arming" in l]
+        eq(len(lines), 1, "warnings for %d refused parks: %r" % (park_refusals(mark), lines))
+        check("idle connections hold their handler threads" in lines[0], "warning: %r" % lines[0])
+        for c in conns:
+            c.send(request("GET", "/hello.txt"))
+            eq(c.response().body, HELLO, "served on a connection the park refused")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        for c in conns:
+            c.close()
+        finish(srv)
 
 # A connection that had sent nothing when a graceful stop began, and was
 # handed to a handler only then (queued behind busy handlers), was not
@@ -858,6 +910,38 @@ def _(shared):
         finish(srv)
 
 
+def log_batch(srv, tag, n):
+    """n requests tagged tag, then time for the access log's flush."""
+    for i in range(n):
+        eq(srv.get("/hello.txt?%s=%d" % (tag, i)).body, HELLO, "body")
+    time.sleep(1.5)                         # flushed at least once a second
+
+
+def cut_a_line(srv, path, limit):
+    """Fills the log at path up to the file size limit, which cuts a line;
+    returns a length to truncate it to that keeps a whole line and 20 bytes
+    of the next, cut."""
+    log_batch(srv, "fill", 60)              # ~150 bytes a line: past the limit, a line cut
+    with open(path, "rb") as f:
+        data = f.read()
+    check(len(data) == limit and not data.endswith(b"\n"),
+          "the limit cuts a line (%d bytes, ends %r)" % (len(data), data[-20:]))
+    return data.index(b"\n") + 1 + 20
+
+
+def check_cut_line_ended(path, keep, n, tag):
+    """The log truncated to keep bytes: its cut line ended alone, then n
+    whole lines with tag."""
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data[keep - 20:].split(b"\n")
+    eq(lines[0], data[keep - 20:keep], "the cut line, ended alone")
+    later = split_lines(data[keep + 1:])
+    eq(len(later), n, "lines written once there was room: %r" % later[:2])
+    for ln in later:
+        check(COMBINED_RE.match(ln) and tag in ln, "a whole line: %r" % ln)
+
+
 # A write past the limit cut a line; at the next flush the newline that ends
 # it failed too, and the failed line writes after it cleared the mark of the
 # cut: once there was room again (the log truncated, or the disk freed), the
@@ -868,28 +952,36 @@ def _(shared):
     limit = 4096
     srv, path = start_with_file_limit(shared, "access-cut.log", limit)
     try:
-        def batch(tag, n):
-            for i in range(n):
-                eq(srv.get("/hello.txt?%s=%d" % (tag, i)).body, HELLO, "body")
-            time.sleep(1.5)                 # flushed at least once a second
-        batch("fill", 60)                   # ~150 bytes a line: past the limit, a line cut
-        with open(path, "rb") as f:
-            data = f.read()
-        check(len(data) == limit and not data.endswith(b"\n"),
-              "the limit cuts a line (%d bytes, ends %r)" % (len(data), data[-20:]))
-        batch("full", 5)                    # the log full: newline and lines both fail
-        keep = data.index(b"\n") + 1 + 20
+        keep = cut_a_line(srv, path, limit)
+        log_batch(srv, "full", 5)           # the log full: newline and lines both fail
         os.truncate(path, keep)             # room again; the file ends in a cut line still
-        batch("room", 5)
+        log_batch(srv, "room", 5)
         eq(stop(srv), 0, "master exit status")
-        with open(path, "rb") as f:
-            data = f.read()
-        lines = data[keep - 20:].split(b"\n")
-        eq(lines[0], data[keep - 20:keep], "the cut line, ended alone")
-        later = split_lines(data[keep + 1:])
-        eq(len(later), 5, "lines written once there was room: %r" % later[:2])
-        for ln in later:
-            check(COMBINED_RE.match(ln) and "room=" in ln, "a whole line: %r" % ln)
+        check_cut_line_ended(path, keep, 5, "room=")
+    finally:
+        finish(srv)
+
+
+# A SIGUSR1 once the disk had room again, the log not renamed (the same
+# file reopened): the reopen wrote out the buffer, which was empty, so the
+# newline that ends the cut line was never written, and the reopen forgot
+# the cut: the next line was glued onto it.
+@test("workers: an access log line cut by a full log is ended when the same file is reopened",
+      needs=["--access-log"])
+def _(shared):
+    limit = 4096
+    srv, path = start_with_file_limit(shared, "access-cut-reopen.log", limit)
+    try:
+        keep = cut_a_line(srv, path, limit)
+        os.truncate(path, keep)             # room again; the file ends in a cut line still
+        reopened = error_log(srv).count("SIGUSR1: reopening log files")
+        srv.proc.send_signal(signal.SIGUSR1)     # nothing buffered: the workers' buffers are empty
+        wait_for(lambda: error_log(srv).count("SIGUSR1: reopening log files") > reopened,
+                 5 * cowdtest.SLOW, "the master's reopen")
+        time.sleep(0.5)                     # the workers reopen as the master's signal reaches them
+        log_batch(srv, "room", 5)
+        eq(stop(srv), 0, "master exit status")
+        check_cut_line_ended(path, keep, 5, "room=")
     finally:
         finish(srv)
 
@@ -1364,6 +1456,17 @@ def _(shared):
             os.close(err_r)
 
 
+def nobodys_log_dir(shared, prefix):
+    """As root: (nobody's uid, a new log directory nobody owns and may write)."""
+    need_root()
+    readable_root(shared.root)
+    nobody = pwd_uid("nobody")
+    logdir = tempfile.mkdtemp(prefix=prefix, dir=shared.root.tmp)
+    os.chmod(logdir, 0o755)
+    os.chown(logdir, nobody, -1)
+    return nobody, logdir
+
+
 # Started as root with --user, cowd gave its logs to the workers' user through
 # whatever the path named, and the master reopened them as root following
 # symbolic links: a link to another file put in a log directory that user may
@@ -1373,12 +1476,7 @@ def _(shared):
 @test("workers: a log path that is a link to another file or a FIFO is refused at start, not given, not reopened",
       needs=["--access-log"])
 def _(shared):
-    need_root()
-    readable_root(shared.root)
-    nobody = pwd_uid("nobody")
-    logdir = tempfile.mkdtemp(prefix="cowd-logdir-", dir=shared.root.tmp)
-    os.chmod(logdir, 0o755)
-    os.chown(logdir, nobody, -1)
+    nobody, logdir = nobodys_log_dir(shared, "cowd-logdir-")
 
     def victim(name):
         path = os.path.join(shared.root.tmp, "cowd-victim-%s-%d" % (name, os.getpid()))
@@ -1446,6 +1544,139 @@ def _(shared):
         eq(p.wait(15), 0, "master exit status")
     finally:
         kill_all(p)
+
+
+# A log path that was a symbolic link root made at start was followed at
+# each reopen, whoever had replaced the link (or put a link where it
+# pointed) meanwhile: with the log directory writable by the workers' user,
+# that user could have the master, as root, create or append to any file
+# at the next rotation.  Links are followed only if root made them, at start
+# (a chain too) and at every reopen.
+@test("workers: a root-made log link is not followed through a link another user made, "
+      "at start or when reopened", needs=["--access-log"])
+def _(shared):
+    nobody, logdir = nobodys_log_dir(shared, "cowd-linkdir-")
+    victims = tempfile.mkdtemp(prefix="cowd-victims-", dir=shared.root.tmp)   # root's, 0700
+    access, err = os.path.join(logdir, "access.log"), os.path.join(logdir, "error.log")
+
+    def user_link(target, path):
+        os.symlink(target, path)
+        os.lchown(path, nobody, -1)
+
+    # at start: root's link to a link nobody made
+    os.symlink("error-next.log", err)
+    user_link(os.path.join(victims, "start"), os.path.join(logdir, "error-next.log"))
+    run = subprocess.run([cowdtest.COWD, "--listen", "127.0.0.1:%d" % cowdtest.free_port(),
+                          "--root", shared.root.path, "--workers", "1", "--user", "nobody",
+                          "--error-log", err], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         timeout=10 * cowdtest.SLOW)
+    eq(run.returncode, 1, "exit status with a log link through nobody's link")
+    check(b"goes through %s, a symbolic link made by uid %d" % (
+        os.path.join(logdir, "error-next.log").encode(), nobody) in run.stderr,
+        "message: %r" % run.stderr[-400:])
+    check(not os.path.lexists(os.path.join(victims, "start")), "root created the file nobody's link named")
+    for name in ("error.log", "error-next.log"):
+        os.unlink(os.path.join(logdir, name))
+
+    # at rotation: root's links, each targets a file of its own at start
+    for path, first in ((access, "access-1.log"), (err, "error-1.log")):
+        open(os.path.join(logdir, first), "wb").close()
+        os.chown(os.path.join(logdir, first), nobody, -1)
+        os.symlink(first, path)
+    port = cowdtest.free_port()
+    p = subprocess.Popen([cowdtest.COWD, "--listen", "127.0.0.1:%d" % port, "--root", shared.root.path,
+                          "--workers", "1", "--user", "nobody", "--error-log", err, "--access-log", access],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        eq(first_get(p, port).body, HELLO, "served")
+        # nobody replaces the error log's link with one of its own, and puts
+        # a link of its own where the access log's link points
+        os.unlink(err)
+        user_link(os.path.join(victims, "error"), err)
+        os.unlink(os.path.join(logdir, "access-1.log"))
+        user_link(os.path.join(victims, "access"), os.path.join(logdir, "access-1.log"))
+
+        def logged():
+            with open(os.path.join(logdir, "error-1.log"), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        p.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "cannot reopen access log" in logged() and "cannot reopen error log" in logged(),
+                 5 * cowdtest.SLOW, "the master's refusals to reopen: %r" % logged()[-600:])
+        check("log %s is a symbolic link made by uid %d" % (err, nobody) in logged(),
+              "message for the error log: %r" % logged()[-600:])
+        check("log %s goes through %s, a symbolic link made by uid %d" % (
+            access, os.path.join(logdir, "access-1.log"), nobody) in logged(),
+            "message for the access log: %r" % logged()[-600:])
+        eq(get_one(port, "/hello.txt").body, HELLO, "served after SIGUSR1")
+        eq(sorted(os.listdir(victims)), [], "files root created through nobody's links")
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(15), 0, "master exit status")
+    finally:
+        kill_all(p)
+
+
+# Giving a log to the workers' user changed its group as well, to that
+# user's: logrotate's "create 0640 root adm" file lost its readers (adm).
+@test("workers: a log given to --user keeps its group, at start and after a rotation",
+      needs=["--access-log"])
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    nobody = pwd_uid("nobody")
+    group = 4242                         # any group but nobody's
+    logdir = tempfile.mkdtemp(prefix="cowd-group-", dir=shared.root.tmp)
+    os.chmod(logdir, 0o755)
+    access, err = os.path.join(logdir, "access.log"), os.path.join(logdir, "error.log")
+    for path in (access, err):
+        open(path, "wb").close()
+        os.chown(path, 0, group)
+        os.chmod(path, 0o640)
+    srv = Server(shared.root, ["--workers", "1", "--user", "nobody", "--error-log", err, "--access-log", access])
+    srv.err_log = err
+    srv.start()
+    try:
+        for path in (access, err):
+            st = os.stat(path)
+            eq((st.st_uid, st.st_gid), (nobody, group), "owner and group of %s at start" % path)
+        eq(srv.get("/hello.txt").body, HELLO, "served")    # the worker has started
+        for path in (access, err):
+            os.rename(path, path + ".1")
+            open(path, "wb").close()            # logrotate's create
+            os.chown(path, 0, group)
+        srv.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: os.stat(access).st_uid == nobody and os.stat(err).st_uid == nobody,
+                 5 * cowdtest.SLOW, "the new logs given to nobody")
+        for path in (access, err):
+            eq(os.stat(path).st_gid, group, "group of %s after the rotation" % path)
+        eq(stop(srv), 0, "master exit status")
+        logged = "".join(log_lines(err + ".1"))
+        check("cannot open it by this path" not in logged,
+              "a warning about logs the workers can open: %r" % logged[-600:])
+    finally:
+        finish(srv)
+
+
+# The workers reopen the logs by path as --user: in a directory that user
+# could not search, every rotation left them writing to the old file, said
+# only in that old file.  They say it at start.
+@test("workers: logs the workers' user cannot reopen by path are named in a warning at start",
+      needs=["--access-log"])
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    logdir = tempfile.mkdtemp(prefix="cowd-private-logs-", dir=shared.root.tmp)   # root's, 0700
+    access, err = os.path.join(logdir, "access.log"), os.path.join(logdir, "error.log")
+    srv = Server(shared.root, ["--workers", "1", "--user", "nobody", "--error-log", err, "--access-log", access])
+    srv.err_log = err
+    srv.start()
+    try:
+        eq(srv.get("/hello.txt").body, HELLO, "served")
+        for kind, path in (("error", err), ("access", access)):
+            wait_for(lambda: "%s log %s: nobody cannot open it by this path" % (kind, path) in error_log(srv),
+                     5 * cowdtest.SLOW, "the warning for the %s log: %r" % (kind, error_log(srv)[-600:]))
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
 
 
 # The root is opened before the workers drop to --user: one the user may not
