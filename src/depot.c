@@ -9,8 +9,11 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -174,6 +177,28 @@ static void *handler_main(void *arg)
     return NULL;
 }
 
+/* A handler's stack with an inaccessible page below it: a thread that runs
+ * past its end (a --stack-size too small for some path through the code)
+ * faults there, and the worker is replaced, instead of writing over the
+ * heap beneath, which Pth's malloc'd stacks let it do unseen.  NULL if it
+ * cannot be had (the map count at its limit): then Pth's own. */
+static char *guarded_stack(size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    int flags = MAP_PRIVATE | MAP_ANON;
+#ifdef MAP_STACK
+    flags |= MAP_STACK;             /* OpenBSD faults on a stack not mapped as one */
+#endif
+    char *p = mmap(NULL, size + page, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (mprotect(p, page, PROT_NONE) < 0) {
+        munmap(p, size + page);
+        return NULL;
+    }
+    return p + page;
+}
+
 struct depot *depot_create(const struct depot_config *dc)
 {
     struct depot *d = calloc(1, sizeof *d);
@@ -216,9 +241,26 @@ struct depot *depot_create(const struct depot_config *dc)
         return NULL;
     }
     pth_attr_set(attr, PTH_ATTR_NAME, "handler");
-    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)dc->stack_size);
+    /* Pth raises a stack below SIGSTKSZ to it (sysconf's, where it is not a
+     * constant): a stack mapped here must be at least that, whichever Pth saw */
+    size_t least = SIGSTKSZ;
+#ifdef _SC_SIGSTKSZ
+    long dynamic = sysconf(_SC_SIGSTKSZ);
+    if (dynamic > 0 && (size_t)dynamic > least)
+        least = (size_t)dynamic;
+#endif
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t stack_size = dc->stack_size > least ? dc->stack_size : least;
+    stack_size = (stack_size + page - 1) / page * page;
+    pth_attr_set(attr, PTH_ATTR_STACK_SIZE, (unsigned int)stack_size);
+    int unguarded = 0;
     for (unsigned i = 0; i < dc->handlers; i++) {
         struct handler *h = &d->handlers[i];
+        char *stack = guarded_stack(stack_size);
+        if (stack == NULL && unguarded++ == 0)
+            log_errno(LOG_WARN, "depot: some handler stacks have no guard page below them, "
+                      "the first handler %u of %u (mmap)", i, dc->handlers);
+        pth_attr_set(attr, PTH_ATTR_STACK_ADDR, stack);
         h->depot = d;
         h->index = i;
         h->ctx = dc->make_ctx != NULL ? dc->make_ctx(i, dc->arg) : dc->arg;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,7 +28,24 @@
 static void raise_fd_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (strcmp(COWD_BACKEND, "select") == 0) {
+        /* Pth's select backend waits only on descriptors below FD_SETSIZE:
+         * a connection given one above failed its every wait and was closed
+         * unanswered.  Kept below it, an accept gets EMFILE instead, which
+         * is answered with a 503, and --max-connections leaves room for
+         * the server's own descriptors. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > (rlim_t)FD_SETSIZE) {
+            rl.rlim_cur = FD_SETSIZE;
+            if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_errno(LOG_WARN, "lowering the descriptor limit to FD_SETSIZE (%d) for the select backend",
+                          FD_SETSIZE);
+        }
+        if (cfg.max_connections > FD_SETSIZE - 64) {
+            log_msg(LOG_INFO, "the select backend waits only on descriptors below FD_SETSIZE (%d): "
+                    "--max-connections %u lowered to %d", FD_SETSIZE, cfg.max_connections, FD_SETSIZE - 64);
+            cfg.max_connections = FD_SETSIZE - 64;
+        }
+    } else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
             log_errno(LOG_WARN, "raising the descriptor limit to %llu", (unsigned long long)rl.rlim_max);

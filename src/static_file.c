@@ -236,24 +236,39 @@ static int path_inside_root(const char *p)
  * race); elsewhere the name is resolved again and must lead to the very
  * file opened, and lstat keeps a last component switched to a link after
  * realpath from passing as well. */
+/* The names the by-name checks build and resolve: 12 KB, which on a
+ * handler's stack (16 KB at the least, --stack-size) under the request's
+ * own frames ran past its end.  Static: each check runs to its end with no
+ * yield (plain system calls), so no two threads use them at once. */
+static char by_name_full[PATH_MAX * 2], by_name_resolved[PATH_MAX];
+
+/* by_name_resolved := the real path of rel under the root: 0, or -1. */
+static int resolve_by_name(const char *rel)
+{
+    int n = snprintf(by_name_full, sizeof by_name_full, "%s/%s", root_real, rel);
+    if (n < 0 || (size_t)n >= sizeof by_name_full) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return realpath(by_name_full, by_name_resolved) != NULL ? 0 : -1;
+}
+
 static int resolved_inside_root(const char *rel, int fd)
 {
 #ifdef HAVE_REOPEN_BY_FD
     if (proc_fd_dir >= 0) {
-        char name[FD_NAME_SIZE], opened[PATH_MAX];
-        ssize_t n = readlinkat(proc_fd_dir, fd_name(fd, name), opened, sizeof opened - 1);
-        if (n <= 0 || (size_t)n >= sizeof opened - 1)
+        char name[FD_NAME_SIZE];
+        char *opened = by_name_resolved;
+        ssize_t n = readlinkat(proc_fd_dir, fd_name(fd, name), opened, sizeof by_name_resolved - 1);
+        if (n <= 0 || (size_t)n >= sizeof by_name_resolved - 1)
             return 0;
         opened[n] = '\0';
         return opened[0] == '/' && path_inside_root(opened);
     }
 #endif
-    char full[PATH_MAX * 2], resolved[PATH_MAX];
+    const char *resolved = by_name_resolved;
     struct stat named, opened_st;
-    int n = snprintf(full, sizeof full, "%s/%s", root_real, rel);
-    if (n < 0 || (size_t)n >= sizeof full)
-        return 0;
-    if (realpath(full, resolved) == NULL || !path_inside_root(resolved))
+    if (resolve_by_name(rel) < 0 || !path_inside_root(resolved))
         return 0;
     return lstat(resolved, &named) == 0 && fstat(fd, &opened_st) == 0 &&
            named.st_dev == opened_st.st_dev && named.st_ino == opened_st.st_ino;
@@ -384,16 +399,12 @@ static int open_served(const char *rel, struct stat *st)
 }
 
 /* static_file_entry_kind without /proc/self/fd: by name, as
- * resolved_inside_root checks a request.  Apart, so that its buffers are on
- * the stack only where it runs. */
+ * resolved_inside_root checks a request. */
 static int entry_kind_by_name(const char *rel)
 {
-    char full[PATH_MAX * 2], resolved[PATH_MAX];
+    const char *resolved = by_name_resolved;
     struct stat st;
-    int n = snprintf(full, sizeof full, "%s/%s", root_real, rel);
-    if (n < 0 || (size_t)n >= sizeof full)
-        return -1;
-    if (realpath(full, resolved) == NULL || stat(resolved, &st) != 0)
+    if (resolve_by_name(rel) < 0 || stat(resolved, &st) != 0)
         return status_for_errno(errno) == 503 ? 0 : -1;     /* short of resources: it may serve */
     if ((!cfg.symlinks_outside && !path_inside_root(resolved)) || is_special(&st))
         return -1;
