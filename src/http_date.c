@@ -198,10 +198,15 @@ static int parse_any(const char *s, size_t len, int have_now, time_t now, time_t
             unsigned nm, nd;
             int64_t now_days = floor_div((int64_t)now, SECONDS_PER_DAY);
             civil_from_days(now_days, &now_year, &nm, &nd);
-            year = now_year - now_year % 100 + yy;
-            /* more than 50 years ahead: the timestamp's, not the year's (RFC 9110 5.6.7) */
-            if (later_than(year, (unsigned)month, mday, h * 3600 + mi * 60 + sec,
-                           now_year + 50, nm, nd, (int64_t)now - now_days * SECONDS_PER_DAY))
+            /* the latest year with those digits that puts the timestamp
+             * (not just its year) at most 50 years ahead (RFC 9110 5.6.7):
+             * next century's late in this one */
+            year = now_year - now_year % 100 + yy + 100;
+            while (later_than(year, (unsigned)month, mday, h * 3600 + mi * 60 + sec,
+                              now_year + 50, nm, nd, (int64_t)now - now_days * SECONDS_PER_DAY))
+                year -= 100;
+            /* 29 Feb 00: 2100 has none, 2000 had */
+            if (month == 2 && mday == 29 && !is_leap(year) && is_leap(year - 100))
                 year -= 100;
         } else {
             year = yy >= 70 ? 1900 + yy : 2000 + yy;

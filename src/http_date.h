@@ -19,8 +19,8 @@ size_t http_date_format(time_t t, char out[30]);
  * for the RFC's 50-year rule relative to a clock). */
 int http_date_parse(const char *s, size_t len, time_t *out);
 
-/* Same, but a two-digit year that would lie more than 50 years after now is taken as the most
- * recent past year with those digits (RFC 9110 §5.6.7). */
+/* Same, but a two-digit year is the latest year with those digits that puts the timestamp at
+ * most 50 years after now (RFC 9110 §5.6.7): late in a century, it may be the next one's. */
 int http_date_parse_at(const char *s, size_t len, time_t now, time_t *out);
 
 #define HTTP_DATE_MIN_SECS INT64_C(-62135596800) /* 0001-01-01 00:00:00 GMT */

@@ -72,6 +72,25 @@ static struct mime_entry *slot_for(struct mime_entry *t, size_t size, const char
     }
 }
 
+/* The table doubled, every entry moved to its slot in the new one: 0, or -1
+ * (out of memory; the old table is kept). */
+static int grow(struct mime_entry **t, size_t *size)
+{
+    size_t new_size = *size * 2;
+    struct mime_entry *bigger = calloc(new_size, sizeof *bigger);
+    if (bigger == NULL)
+        return -1;
+    for (size_t i = 0; i < *size; i++) {
+        const struct mime_entry *e = &(*t)[i];
+        if (e->ext[0] != '\0')
+            *slot_for(bigger, new_size, e->ext, strlen(e->ext)) = *e;
+    }
+    free(*t);
+    *t = bigger;
+    *size = new_size;
+    return 0;
+}
+
 int mime_load(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -94,12 +113,11 @@ int mime_load(const char *path)
         errno = EFBIG;
         return -1;
     }
-    /* the text itself holds the type strings; extensions <= file size / 2 */
+    /* the text itself holds the type strings; the table grows with the
+     * extensions it holds (at most half full), not with the file's size:
+     * comments cost nothing */
     char *blob = malloc((size_t)fsize + 1);
-    size_t max_exts = (size_t)fsize / 2 + 1;
     size_t size = 64;
-    while (size < max_exts * 2)
-        size <<= 1;
     struct mime_entry *t = calloc(size, sizeof *t);
     if (blob == NULL || t == NULL) {
         free(blob);
@@ -160,6 +178,12 @@ int mime_load(const char *path)
                 log_msg(LOG_WARN, "%s:%u: extension \"%.40s%s\" skipped: longer than %d characters",
                         path, lineno, tok, len > 40 ? "..." : "", MIME_EXT_MAX - 1);
             } else if (type != NULL) {
+                if ((count + 1) * 2 > size && grow(&t, &size) < 0) {
+                    free(blob);
+                    free(t);
+                    errno = ENOMEM;
+                    return -1;
+                }
                 struct mime_entry *e = slot_for(t, size, tok, len);
                 if (e->ext[0] == '\0') {
                     for (size_t i = 0; i <= len; i++)

@@ -229,13 +229,6 @@ static int path_inside_root(const char *p)
            (p[root_real_len] == '/' || p[root_real_len] == '\0');
 }
 
-/* Is fd (opened as rel under the root) really inside the root once every
- * symbolic link is resolved?  The portable, slower check.  A symbolic link
- * switched between the open and a second look at the name must not pass a
- * file outside: on Linux the kernel names the file fd is (no lookup to
- * race); elsewhere the name is resolved again and must lead to the very
- * file opened, and lstat keeps a last component switched to a link after
- * realpath from passing as well. */
 /* The names the by-name checks build and resolve: 12 KB, which on a
  * handler's stack (16 KB at the least, --stack-size) under the request's
  * own frames ran past its end.  Static: each check runs to its end with no
@@ -253,6 +246,150 @@ static int resolve_by_name(const char *rel)
     return realpath(by_name_full, by_name_resolved) != NULL ? 0 : -1;
 }
 
+/* The walk below looks names up by their absolute names; those beneath the
+ * root through the root's descriptor, so that a root whose parents the
+ * workers' user cannot search is walked as the kernel looked it up. */
+static const char *beneath_root(const char *abs)
+{
+    if (strncmp(abs, root_real, root_real_len) != 0)
+        return NULL;
+    const char *rest = abs + root_real_len;     /* root "/": root_real_len 0 */
+    if (*rest == '\0')
+        return ".";
+    if (*rest != '/')
+        return NULL;
+    return rest[1] != '\0' ? rest + 1 : ".";
+}
+
+static int walk_lstat(const char *abs, struct stat *st)
+{
+    const char *rel = beneath_root(abs);
+    return rel != NULL ? fstatat(root_fd, rel, st, AT_SYMLINK_NOFOLLOW) : lstat(abs, st);
+}
+
+static ssize_t walk_readlink(const char *abs, char *buf, size_t cap)
+{
+    const char *rel = beneath_root(abs);
+    return rel != NULL ? readlinkat(root_fd, rel, buf, cap) : readlink(abs, buf, cap);
+}
+
+/* Is abs (a real path) the root or beneath it (1), one of the root's own
+ * ancestors, which a lookup may pass through to come back in (0), or
+ * elsewhere (-1)? */
+static int place_of(const char *abs, size_t len)
+{
+    if (path_inside_root(abs))
+        return 1;
+    if (len == 1 || (len < root_real_len && memcmp(root_real, abs, len) == 0 && root_real[len] == '/'))
+        return 0;
+    return -1;
+}
+
+/* Did the lookup of rel beneath the root go outside it, anywhere on the
+ * way?  The kernel's answer for a path that leaves the root, by a link,
+ * must not depend on what exists out there: a link planted in the root to
+ * a missing file outside was a 404 and to an existing one a 403, so whoever
+ * could plant links learnt which files exist elsewhere; one that went out
+ * and came back was served or not as a directory outside existed.  The name
+ * is resolved again the way the kernel does, one component at a time with
+ * lstat and readlink (at most 40 links, 1024 names), and it left the root if
+ * it met a directory neither beneath the root nor on the root's own path,
+ * or stopped (a name not found) anywhere but beneath it.  Returns 1 if it
+ * left (or was too long or deep to tell: refused alike), else 0;
+ * by_name_resolved then names where it ended: with *whole set, the file
+ * rel leads to; else the directory a name was not found in, or the file a
+ * further name was looked for in.  Static buffers, as resolve_by_name's:
+ * no yield in between. */
+#define WALK_MAX_NAMES 1024
+static char walk_link[PATH_MAX];
+
+static int lookup_left_root(const char *rel, int *whole)
+{
+    char *cur = by_name_resolved, *todo = by_name_full;
+    size_t cur_len = root_real_len, todo_len = strlen(rel);
+    unsigned links = 0, names = 0;
+    struct stat st;
+
+    *whole = 0;
+    if (todo_len >= sizeof by_name_full)
+        return 1;
+    if (cur_len == 0)
+        cur_len = 1;                            /* root "/": nothing is outside */
+    memcpy(cur, root_real, cur_len);
+    cur[cur_len] = '\0';
+    memcpy(todo, rel, todo_len + 1);
+    for (char *p = todo;;) {
+        while (*p == '/')
+            p++;
+        if (*p == '\0') {
+            *whole = 1;
+            return !path_inside_root(cur);
+        }
+        if (++names > WALK_MAX_NAMES)
+            return 1;
+        size_t len = strcspn(p, "/");
+        char *next = p + len;
+        if (len == 1 && p[0] == '.') {
+            p = next;
+            continue;
+        }
+        if (len == 2 && p[0] == '.' && p[1] == '.') {
+            /* the parent of the root or of an ancestor is an ancestor */
+            while (cur_len > 1 && cur[cur_len - 1] != '/')
+                cur_len--;
+            if (cur_len > 1)
+                cur_len--;                      /* "/a/b" -> "/a", "/a" -> "/" */
+            cur[cur_len] = '\0';
+            p = next;
+            continue;
+        }
+        size_t parent_len = cur_len;
+        int sep = cur[cur_len - 1] != '/';
+        if (cur_len + (size_t)sep + len >= sizeof by_name_resolved)
+            return 1;
+        if (sep)
+            cur[cur_len++] = '/';
+        memcpy(cur + cur_len, p, len);
+        cur_len += len;
+        cur[cur_len] = '\0';
+        if (walk_lstat(cur, &st) < 0) {
+            cur[parent_len] = '\0';             /* not found here */
+            return !path_inside_root(cur);
+        }
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t n = walk_readlink(cur, walk_link, sizeof walk_link - 1);
+            size_t rest = strlen(next);
+            if (n <= 0 || (size_t)n >= sizeof walk_link - 1 || ++links > 40 ||
+                (size_t)n + rest + 1 > sizeof by_name_full)
+                return 1;                       /* (a target that filled walk_link may be cut) */
+            /* the link's target takes its place in what is left to look
+             * up ("next" is empty or starts with '/') */
+            memmove(todo + n, next, rest + 1);
+            memcpy(todo, walk_link, (size_t)n);
+            p = todo;
+            cur_len = walk_link[0] == '/' ? 1 : parent_len;
+            cur[cur_len] = '\0';
+            continue;
+        }
+        if (place_of(cur, cur_len) < 0)
+            return 1;
+        if (!S_ISDIR(st.st_mode)) {
+            while (*next == '/')
+                next++;
+            if (*next != '\0')
+                return 0;                       /* a name under a file: ENOTDIR, inside */
+        }
+        p = next;
+    }
+}
+
+/* Is fd (opened as rel under the root) really inside the root once every
+ * symbolic link is resolved, and did its lookup never leave the root?  The
+ * portable, slower check.  A symbolic link switched between the open and a
+ * second look at the name must not pass a file outside: on Linux the
+ * kernel names the file fd is (no lookup to race); elsewhere the name is
+ * walked again and must lead to the very file opened, and lstat keeps a
+ * last component switched to a link after the walk from passing as well. */
 static int resolved_inside_root(const char *rel, int fd)
 {
 #ifdef HAVE_REOPEN_BY_FD
@@ -263,14 +400,17 @@ static int resolved_inside_root(const char *rel, int fd)
         if (n <= 0 || (size_t)n >= sizeof by_name_resolved - 1)
             return 0;
         opened[n] = '\0';
-        return opened[0] == '/' && path_inside_root(opened);
+        int whole;
+        /* where it ended, race-free; then that it never went outside */
+        return opened[0] == '/' && path_inside_root(opened) && !lookup_left_root(rel, &whole);
     }
 #endif
     const char *resolved = by_name_resolved;
     struct stat named, opened_st;
-    if (resolve_by_name(rel) < 0 || !path_inside_root(resolved))
+    int whole;
+    if (lookup_left_root(rel, &whole) || !whole)
         return 0;
-    return lstat(resolved, &named) == 0 && fstat(fd, &opened_st) == 0 &&
+    return walk_lstat(resolved, &named) == 0 && fstat(fd, &opened_st) == 0 &&
            named.st_dev == opened_st.st_dev && named.st_ino == opened_st.st_ino;
 }
 
@@ -283,7 +423,7 @@ static int open_beneath_once(const char *rel, int flags)
     if (!cfg.symlinks_outside && have_openat2) {
         /* One system call, and the kernel guarantees no escape by ".." or
          * by a symlink.  It also refuses absolute symlinks that point back
-         * inside; those get the slower realpath check below. */
+         * inside; those get the slower check by name below. */
         struct open_how how;
         memset(&how, 0, sizeof how);
         how.flags = (uint64_t)flags;
@@ -302,8 +442,15 @@ static int open_beneath_once(const char *rel, int flags)
     }
 #endif
     fd = openat(root_fd, rel, flags);
-    if (fd < 0 || cfg.symlinks_outside)
+    if (cfg.symlinks_outside)
         return fd;
+    if (fd < 0) {
+        int e = errno, whole;
+        if ((e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) && lookup_left_root(rel, &whole))
+            e = EXDEV;
+        errno = e;
+        return -1;
+    }
     if (!resolved_inside_root(rel, fd)) {
         close(fd);
         errno = EXDEV;
@@ -399,15 +546,24 @@ static int open_served(const char *rel, struct stat *st)
 }
 
 /* static_file_entry_kind without /proc/self/fd: by name, as
- * resolved_inside_root checks a request. */
+ * resolved_inside_root checks a request (the walk, unless links may leave
+ * the root: then realpath). */
 static int entry_kind_by_name(const char *rel)
 {
     const char *resolved = by_name_resolved;
     struct stat st;
-    if (resolve_by_name(rel) < 0 || stat(resolved, &st) != 0)
-        return status_for_errno(errno) == 503 ? 0 : -1;     /* short of resources: it may serve */
-    if ((!cfg.symlinks_outside && !path_inside_root(resolved)) || is_special(&st))
-        return -1;
+    if (cfg.symlinks_outside) {
+        if (resolve_by_name(rel) < 0 || stat(resolved, &st) != 0)
+            return status_for_errno(errno) == 503 ? 0 : -1;     /* short of resources: it may serve */
+    } else {
+        int whole;
+        if (lookup_left_root(rel, &whole) || !whole)
+            return -1;  /* out of the root (even out and back), or leading nowhere */
+        if (walk_lstat(resolved, &st) != 0)
+            return status_for_errno(errno) == 503 ? 0 : -1;
+    }
+    if (is_special(&st))
+        return -1;      /* also a link swapped in after the walk */
     return S_ISDIR(st.st_mode);
 }
 
@@ -495,9 +651,13 @@ static int send_body(struct conn *c, const struct file_view *f, uint64_t off, ui
             log_errno(LOG_ERROR, "reading the body of %s", c->path);
         return buff_file_cut(&c->out, errno == ENODATA);
     }
+    int was_failed = c->out.failed;
     int rc = buff_sendfile(&c->out, f->fd, (off_t)off, len);
-    if (rc < 0 && errno == EIO)
-        log_errno(LOG_ERROR, "reading the body of %s", c->path);
+    /* the file's fault, not the client's leaving: the operator should hear
+     * of it (a disk error; an offset past what the kernel can send; no
+     * memory for the pages) */
+    if (rc < 0 && !was_failed && (errno == EIO || errno == EOVERFLOW || errno == ENOMEM || errno == ESPIPE))
+        log_errno(LOG_ERROR, "sending the body of %s", c->path);
     return rc;
 }
 

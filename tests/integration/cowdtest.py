@@ -781,7 +781,12 @@ FAULT_SHIM_C = r"""
  * errno FAULT_EPOLL_ONESHOT_ERRNO (the kernel's epoll watch limit reached),
  * each failure adding a byte to the file FAULT_EPOLL_ONESHOT_MARK if set;
  * every sendfile() fails with errno FAULT_SENDFILE_ERRNO (a file system
- * that cannot splice). */
+ * that cannot splice); with FAULT_OPENAT2_ENOSYS set, every openat2 made
+ * through syscall() fails with ENOSYS (a kernel before 5.6, or a BSD's
+ * path: the open beneath the root is checked by name), each failure adding
+ * a byte to the file FAULT_OPENAT2_MARK if set; with FAULT_NO_PROC_FD set,
+ * opening /proc/self/fd fails with ENOENT (no /proc: a jail without it, a
+ * BSD), so what was opened is checked by name. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -795,6 +800,7 @@ FAULT_SHIM_C = r"""
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -827,6 +833,10 @@ int open(const char *path, int flags, ...)
     }
     if (open_fails(path, flags)) {
         errno = ENFILE;
+        return -1;
+    }
+    if (env_int("FAULT_NO_PROC_FD") != 0 && strcmp(path, "/proc/self/fd") == 0) {
+        errno = ENOENT;
         return -1;
     }
     return real(path, flags, mode);
@@ -993,6 +1003,34 @@ ssize_t sendfile64(int out, int in, off_t *offset, size_t count)
 {
     return sendfile(out, in, offset, count);
 }
+
+long syscall(long number, ...)
+{
+    /* six arguments, as glibc's own syscall() passes on whatever it is given */
+    va_list ap;
+    va_start(ap, number);
+    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+    long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+    va_end(ap);
+#ifdef SYS_openat2
+    if (number == SYS_openat2 && env_int("FAULT_OPENAT2_ENOSYS") != 0) {
+        const char *mark = getenv("FAULT_OPENAT2_MARK");
+        if (mark != NULL) {
+            int fd = open(mark, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                (void)!write(fd, "o", 1);
+                close(fd);
+            }
+        }
+        errno = ENOSYS;
+        return -1;
+    }
+#endif
+    static long (*real)(long, ...);
+    if (real == NULL)
+        real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+    return real(number, a1, a2, a3, a4, a5, a6);
+}
 """
 
 
@@ -1056,6 +1094,15 @@ class preloaded_faults:
                 del os.environ[k]
             else:
                 os.environ[k] = v
+
+
+def fault_mark(tmp, what):
+    """An empty file for a FAULT_*_MARK that the workers (nobody, if the
+    tests run as root) can append to."""
+    fd, mark = tempfile.mkstemp(prefix="cowd-%s-" % what, dir=tmp)
+    os.close(fd)
+    os.chmod(mark, 0o666)
+    return mark
 
 
 def faulty_server(srv, args, **faults):

@@ -109,6 +109,97 @@ def _(srv):
         no_secret(r)
 
 
+# A link planted in the root whose target is outside answered 403 if the
+# target existed and 404 if not, and one that went out and came back was
+# served (200) or not (403) as a directory outside existed: whoever could
+# plant links (an upload that keeps them, a shared tree) could learn which
+# files exist anywhere on the machine.  Now any lookup that leaves the root
+# is 403, found or not.
+def planted_links(srv):
+    d = os.path.join(srv.root.path, "planted")
+    shutil.rmtree(d, ignore_errors=True)
+    os.mkdir(d)
+    out = srv.root.outside
+    links = {
+        "abs-exists": os.path.join(out, "secret.txt"),
+        "abs-missing": os.path.join(out, "no-such-file"),
+        "abs-missing-dir": os.path.join(out, "no-such-dir", "x"),
+        "rel-exists": "../../outside/secret.txt",
+        "rel-missing": "../../outside/no-such-file",
+        "rel-climb-missing": "../../../../../../../../no-such-top/x",
+        "via-dir-missing": "../link-out-dir/no-such-file",
+        "in-abs-missing": os.path.join(os.path.realpath(srv.root.path), "no-such-file"),
+        "in-rel-missing": "../no-such-file",
+        "in-abs-ok": os.path.join(os.path.realpath(srv.root.path), "hello.txt"),
+        "in-via-parent": "../../root/hello.txt",
+        "out-back-exists": "../../outside/../root/hello.txt",
+        "out-back-missing-dir": "../../outside/no-such-dir/../../root/hello.txt",
+        "out-back-through-file": "../../outside/secret.txt/../../root/hello.txt",
+    }
+    for name, target in links.items():
+        os.symlink(target, os.path.join(d, name))
+    return d
+
+
+def check_planted_links(server):
+    forbidden, missing = "HTTP/1.1 403 Forbidden", "HTTP/1.1 404 Not Found"
+    for name in ("abs-exists", "abs-missing", "abs-missing-dir", "rel-exists", "rel-missing",
+                 "rel-climb-missing", "via-dir-missing", "out-back-exists", "out-back-missing-dir",
+                 "out-back-through-file"):
+        r = server.get("/planted/" + name)
+        eq(r.status_line, forbidden, "link out of the root: " + name)
+        no_secret(r)
+    # names missing inside the root stay 404, also past a file and a link
+    for target in ("/planted/in-abs-missing", "/planted/in-rel-missing", "/planted/no-such-link",
+                   "/hello.txt/x", "/planted/in-abs-ok/x", "/no-such-dir/x"):
+        eq(server.get(target).status_line, missing, "missing inside the root: " + target)
+    eq(server.get("/link-out-dir/no-such-file").status_line, forbidden, "through a directory link out")
+    # through the root's own parent and back is not leaving it
+    for name in ("in-abs-ok", "in-via-parent"):
+        r = server.get("/planted/" + name)
+        eq(r.status_line, "HTTP/1.1 200 OK", "link into the root: " + name)
+        eq(r.body, HELLO, "link into the root: " + name)
+
+
+@test("path: a symlink out of the root is 403 whether or not its target exists",
+      args=["--cache-entries", "0"])
+def _(srv):
+    d = planted_links(srv)
+    try:
+        check_planted_links(srv)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    srv.assert_alive()
+
+
+@test("path: without openat2 (and without /proc) a symlink out of the root is 403 whether or not its target exists")
+def _(srv):
+    d = planted_links(srv)
+    mark = cowdtest.fault_mark(srv.root.tmp, "openat2-refused")
+    try:
+        for no_proc in ("0", "1"):
+            own = faulty_server(srv, ["--cache-entries", "0", "--listing"], FAULT_OPENAT2_ENOSYS="1",
+                                FAULT_OPENAT2_MARK=mark, FAULT_NO_PROC_FD=no_proc)
+            try:
+                check_planted_links(own)
+                # (its worker has served: it has said what it could not open)
+                check(("/proc/self/fd: No such file" in own.stderr()) == (no_proc == "1"),
+                      "the /proc/self/fd warning with FAULT_NO_PROC_FD=%s: %r" % (no_proc, own.stderr()[-300:]))
+                # a listing shows the links into the root, none of those out
+                listing = own.get("/planted/").body.decode()
+                for name in ("in-abs-ok", "in-via-parent"):
+                    check('href="' + name + '"' in listing, "%s not listed (no /proc: %s)" % (name, no_proc))
+                for name in ("abs-exists", "rel-exists", "out-back-exists"):
+                    check(name not in listing, "%s listed (no /proc: %s)" % (name, no_proc))
+                own.assert_alive()
+            finally:
+                own.kill()
+        if os.path.getsize(mark) == 0:
+            raise TestSkip("this build never calls openat2: the test before covered the by-name path")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @test("path: symlink out of the root is followed with --symlinks-outside-root",
       args=["--symlinks-outside-root"])
 def _(srv):

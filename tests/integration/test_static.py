@@ -439,6 +439,29 @@ def _(srv):
     finally:
         own.kill()
 
+# sendfile failing for the file's sake (EOVERFLOW: an offset it cannot
+# send; ENOMEM: no memory for the pages) ended the connection after the
+# head without a word in the error log.
+@test("static: sendfile failing on the file (EOVERFLOW) closes the connection and logs why")
+def _(srv):
+    own = cowdtest.faulty_server(srv, ["--sendfile-min", "16k"], FAULT_SENDFILE_ERRNO=str(errno.EOVERFLOW))
+    try:
+        with own.conn() as c:
+            c.send(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n")
+            raw = c.read_to_eof()
+        check(raw.startswith(b"HTTP/1.1 200 OK\r\n"), "the head went out: %r" % raw[:60])
+        check(len(raw) < cowdtest.BIG_SIZE, "closed before the whole body (%d bytes)" % len(raw))
+        want = "sending the body of /big.bin: " + os.strerror(errno.EOVERFLOW)
+        deadline = time.time() + 5
+        while want not in own.stderr() and time.time() < deadline:
+            time.sleep(0.05)
+        check(want in own.stderr(), "no %r in the error log: %r" % (want, own.stderr()[-500:]))
+        eq(own.get("/hello.txt").body, HELLO, "the next client")
+        own.assert_alive()
+    finally:
+        own.kill()
+
+
 @test("cache: a file truncated under the cache is never served with a wrong length",
       ["--cache-validate", "0", "--sendfile-min", "1k"])
 def _(srv):
@@ -1113,6 +1136,50 @@ def _(srv):
         for s in readers:
             s.close()
     srv.assert_alive()
+
+
+def vm_size_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmSize:"):
+                return int(ln.split()[1])
+    raise cowdtest.TestFailure("no VmSize in /proc/%d/status" % pid)
+
+
+# The table was sized from the file's bytes (half as many extensions as
+# bytes, twice that many slots): a mime.types of 12 MiB, nearly all
+# comments, cost each process 384 MiB for one entry.  It now grows with
+# the extensions it holds.
+@test("static: the --mime-types table grows with its entries, not with the file's comments")
+def _(srv):
+    entry = "text/x-cowd-test cowdtest\n"
+    small = os.path.join(srv.root.tmp, "small.types")
+    commented = os.path.join(srv.root.tmp, "commented.types")
+    with open(small, "w") as f:
+        f.write(entry)
+    with open(commented, "w") as f:
+        f.write(entry)
+        comment = "# " + "x" * 1021 + "\n"
+        for _ in range(12 * 1024):
+            f.write(comment)
+    os.chmod(small, 0o644)
+    os.chmod(commented, 0o644)
+    srv.root.write("f.cowdtest", b"typed\n")
+    size_kb = {}
+    for path in (small, commented):
+        own = Server(srv.root, ["--mime-types", path])
+        own.start()
+        try:
+            r = own.get("/f.cowdtest")
+            eq(r.status_line, "HTTP/1.1 200 OK", "status with " + path)
+            eq(r.get("content-type"), "text/x-cowd-test", "type from " + path)
+            size_kb[path] = vm_size_kb((own.children() or [own.proc.pid])[0])
+            own.assert_alive()
+        finally:
+            own.kill()
+    grew = size_kb[commented] - size_kb[small]
+    # the 12 MiB text itself is kept (the type strings point into it)
+    check(grew < 64 * 1024, "a worker's address space grew %d KB for 12 MiB of comments" % grew)
 
 
 @test("range: a long media type from --mime-types never cuts a multipart part header")

@@ -484,12 +484,8 @@ def _(shared):
 # --shutdown-timeout and then cut every connection it still had.  Both
 # kinds: kept alive after a reply, and new and silent.
 def park_mark(shared):
-    """A file for FAULT_EPOLL_ONESHOT_MARK the workers (nobody, if the tests
-    run as root) can append to."""
-    fd, mark = tempfile.mkstemp(prefix="cowd-park-refused-", dir=shared.root.tmp)
-    os.close(fd)
-    os.chmod(mark, 0o666)
-    return mark
+    """A file for FAULT_EPOLL_ONESHOT_MARK."""
+    return cowdtest.fault_mark(shared.root.tmp, "park-refused")
 
 
 def park_refusals(mark):

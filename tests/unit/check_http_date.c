@@ -195,6 +195,25 @@ START_TEST(two_digit_years)
     s = "Sun, 06 Nov 1994 08:49:37 GMT";
     ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
     ck_assert_int_eq(t, RFC_EXAMPLE);
+
+    /* late in a century the year may be the next one's: in 2090 "05" is
+     * 2105 (15 years ahead), not 2005 (85 years back), which it was while
+     * only this century's year or the one before were tried */
+    now = 3799958400;               /* 2090-06-01 */
+    s = "Thursday, 01-Jan-05 00:00:00 GMT";
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, (time_t)4260211200);   /* 2105 */
+    s = "Saturday, 01-Jan-95 00:00:00 GMT";
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, (time_t)3944678400);   /* 2095 */
+    s = "Tuesday, 01-Jan-41 00:00:00 GMT";     /* 2141: more than 50 years ahead */
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, (time_t)2240611200);   /* 2041 */
+    /* in 2060 "29-Feb-00" is 2100's by the rule, a day that year lacks */
+    now = 2853273600;               /* 2060-06-01 */
+    s = "Tuesday, 29-Feb-00 12:00:00 GMT";
+    ck_assert_int_eq(http_date_parse_at(s, strlen(s), now, &t), 0);
+    ck_assert_int_eq(t, (time_t)951825600);    /* 2000-02-29 12:00 */
 }
 END_TEST
 
