@@ -1,6 +1,6 @@
 /*
  * sched_test.c -- behaviour tests for cowd's patched GNU Pth scheduler
- * (pth-patches/0003..0017): event backends, fds above FD_SETSIZE, the
+ * (pth-patches/0003..0019): event backends, fds above FD_SETSIZE, the
  * I/O fast path, fork safety, timers, msgports, suspend/resume, cancel,
  * per-thread signal masks, edge-triggered registrations and the kernel
  * waits a hand-off between threads costs.
