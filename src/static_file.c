@@ -223,10 +223,11 @@ static void root_recheck(time_t now)
     }
 }
 
+static const char *beneath_root(const char *abs);
+
 static int path_inside_root(const char *p)
 {
-    return strncmp(p, root_real, root_real_len) == 0 &&
-           (p[root_real_len] == '/' || p[root_real_len] == '\0');
+    return beneath_root(p) != NULL;
 }
 
 /* The names the by-name checks build and resolve: 12 KB, which on a
@@ -246,9 +247,11 @@ static int resolve_by_name(const char *rel)
     return realpath(by_name_full, by_name_resolved) != NULL ? 0 : -1;
 }
 
-/* The walk below looks names up by their absolute names; those beneath the
- * root through the root's descriptor, so that a root whose parents the
- * workers' user cannot search is walked as the kernel looked it up. */
+/* abs relative to the root ("." for the root itself), or NULL if abs is not
+ * the root or beneath it.  The walk below looks names up by their absolute
+ * names; those beneath the root through the root's descriptor, so that a
+ * root whose parents the workers' user cannot search is walked as the
+ * kernel looked it up. */
 static const char *beneath_root(const char *abs)
 {
     if (strncmp(abs, root_real, root_real_len) != 0)
@@ -297,17 +300,18 @@ static int place_of(const char *abs, size_t len)
  * or stopped (a name not found) anywhere but beneath it.  Returns 1 if it
  * left (or was too long or deep to tell: refused alike), else 0;
  * by_name_resolved then names where it ended: with *whole set, the file
- * rel leads to; else the directory a name was not found in, or the file a
- * further name was looked for in.  Static buffers, as resolve_by_name's:
+ * rel leads to (and *end, if not NULL, its lstat); else the directory a
+ * name was not found in, or the file a further name was looked for in.  Static buffers, as resolve_by_name's:
  * no yield in between. */
 #define WALK_MAX_NAMES 1024
 static char walk_link[PATH_MAX];
 
-static int lookup_left_root(const char *rel, int *whole)
+static int lookup_left_root(const char *rel, int *whole, struct stat *end)
 {
     char *cur = by_name_resolved, *todo = by_name_full;
     size_t cur_len = root_real_len, todo_len = strlen(rel);
     unsigned links = 0, names = 0;
+    int st_is_cur = 0;                          /* st is cur's lstat */
     struct stat st;
 
     *whole = 0;
@@ -322,7 +326,11 @@ static int lookup_left_root(const char *rel, int *whole)
         while (*p == '/')
             p++;
         if (*p == '\0') {
-            *whole = 1;
+            /* (a lookup ending in ".." or a link to a directory has not
+             * looked at where it ended yet) */
+            *whole = end == NULL || st_is_cur || walk_lstat(cur, &st) == 0;
+            if (end != NULL && *whole)
+                *end = st;
             return !path_inside_root(cur);
         }
         if (++names > WALK_MAX_NAMES)
@@ -340,6 +348,7 @@ static int lookup_left_root(const char *rel, int *whole)
             if (cur_len > 1)
                 cur_len--;                      /* "/a/b" -> "/a", "/a" -> "/" */
             cur[cur_len] = '\0';
+            st_is_cur = 0;
             p = next;
             continue;
         }
@@ -369,10 +378,12 @@ static int lookup_left_root(const char *rel, int *whole)
             p = todo;
             cur_len = walk_link[0] == '/' ? 1 : parent_len;
             cur[cur_len] = '\0';
+            st_is_cur = 0;
             continue;
         }
         if (place_of(cur, cur_len) < 0)
             return 1;
+        st_is_cur = 1;
         if (!S_ISDIR(st.st_mode)) {
             while (*next == '/')
                 next++;
@@ -388,8 +399,8 @@ static int lookup_left_root(const char *rel, int *whole)
  * portable, slower check.  A symbolic link switched between the open and a
  * second look at the name must not pass a file outside: on Linux the
  * kernel names the file fd is (no lookup to race); elsewhere the name is
- * walked again and must lead to the very file opened, and lstat keeps a
- * last component switched to a link after the walk from passing as well. */
+ * walked again, after the open, and must lead to the very file opened (the
+ * walk's lstat of where it ended: a link there would have been followed). */
 static int resolved_inside_root(const char *rel, int fd)
 {
 #ifdef HAVE_REOPEN_BY_FD
@@ -402,15 +413,14 @@ static int resolved_inside_root(const char *rel, int fd)
         opened[n] = '\0';
         int whole;
         /* where it ended, race-free; then that it never went outside */
-        return opened[0] == '/' && path_inside_root(opened) && !lookup_left_root(rel, &whole);
+        return opened[0] == '/' && path_inside_root(opened) && !lookup_left_root(rel, &whole, NULL);
     }
 #endif
-    const char *resolved = by_name_resolved;
     struct stat named, opened_st;
     int whole;
-    if (lookup_left_root(rel, &whole) || !whole)
+    if (lookup_left_root(rel, &whole, &named) || !whole)
         return 0;
-    return walk_lstat(resolved, &named) == 0 && fstat(fd, &opened_st) == 0 &&
+    return fstat(fd, &opened_st) == 0 &&
            named.st_dev == opened_st.st_dev && named.st_ino == opened_st.st_ino;
 }
 
@@ -446,7 +456,7 @@ static int open_beneath_once(const char *rel, int flags)
         return fd;
     if (fd < 0) {
         int e = errno, whole;
-        if ((e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) && lookup_left_root(rel, &whole))
+        if ((e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) && lookup_left_root(rel, &whole, NULL))
             e = EXDEV;
         errno = e;
         return -1;
@@ -557,13 +567,11 @@ static int entry_kind_by_name(const char *rel)
             return status_for_errno(errno) == 503 ? 0 : -1;     /* short of resources: it may serve */
     } else {
         int whole;
-        if (lookup_left_root(rel, &whole) || !whole)
+        if (lookup_left_root(rel, &whole, &st) || !whole)
             return -1;  /* out of the root (even out and back), or leading nowhere */
-        if (walk_lstat(resolved, &st) != 0)
-            return status_for_errno(errno) == 503 ? 0 : -1;
     }
     if (is_special(&st))
-        return -1;      /* also a link swapped in after the walk */
+        return -1;
     return S_ISDIR(st.st_mode);
 }
 

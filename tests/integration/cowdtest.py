@@ -409,13 +409,18 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSani
 WORKER_DIED = re.compile(r"worker \d+ \(slot \d+\) [^\n]*(restarting it|giving up)[^\n]*")
 
 
-def voluntary_switches(pid):
-    """The process's voluntary context switches (one per sleep it began)."""
+def proc_status(pid, field):
+    """The number of a field of /proc/PID/status (VmRSS, VmSize: in KB)."""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise TestFailure("no voluntary_ctxt_switches in /proc/%d/status" % pid)
+    raise TestFailure("no %s in /proc/%d/status" % (field, pid))
+
+
+def voluntary_switches(pid):
+    """The process's voluntary context switches (one per sleep it began)."""
+    return proc_status(pid, "voluntary_ctxt_switches")
 
 
 def children_of(pid):

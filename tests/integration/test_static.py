@@ -1112,11 +1112,7 @@ def _(srv):
     if not os.path.exists("/proc/%d/status" % pid):
         raise TestSkip("no /proc here")
     def rss_kb():
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
+        return cowdtest.proc_status(pid, "VmRSS")
     before = rss_kb()
     readers = []
     try:
@@ -1136,14 +1132,6 @@ def _(srv):
         for s in readers:
             s.close()
     srv.assert_alive()
-
-
-def vm_size_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for ln in f:
-            if ln.startswith("VmSize:"):
-                return int(ln.split()[1])
-    raise cowdtest.TestFailure("no VmSize in /proc/%d/status" % pid)
 
 
 # The table was sized from the file's bytes (half as many extensions as
@@ -1173,7 +1161,7 @@ def _(srv):
             r = own.get("/f.cowdtest")
             eq(r.status_line, "HTTP/1.1 200 OK", "status with " + path)
             eq(r.get("content-type"), "text/x-cowd-test", "type from " + path)
-            size_kb[path] = vm_size_kb((own.children() or [own.proc.pid])[0])
+            size_kb[path] = cowdtest.proc_status((own.children() or [own.proc.pid])[0], "VmSize")
             own.assert_alive()
         finally:
             own.kill()
