@@ -31,12 +31,14 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "date_cache.h"
 #include "depot.h"
 #include "filecache.h"
 #include "io.h"
+#include "listen.h"
 #include "log.h"
 #include "spawn.h"
 
@@ -58,6 +60,25 @@ static int peer_error(int e)
     default:
         return 0;
     }
+}
+
+/* A failure that repeats for as long as its cause lasts (descriptors
+ * short, a security module refusing every accept): said at most once a
+ * minute for each address, with how often it happened meanwhile, so that
+ * it cannot fill the disk or hold up the accept thread on a slow log. */
+struct repeated {
+    time_t said;            /* when last logged; 0 never */
+    unsigned long times;    /* failures since then, this one included */
+};
+
+static int say_again(struct repeated *r)
+{
+    time_t now = time(NULL);
+    r->times++;
+    if (r->said != 0 && now - r->said < 60)
+        return 0;
+    r->said = now;
+    return 1;
 }
 
 static int stop_pipe[2] = { -1, -1 };
@@ -254,8 +275,11 @@ static int give_back_slot(struct depot *d, int *counted, int *over)
 
 void acceptor_run(struct acceptor *a)
 {
-    unsigned long emfile_count = 0, peer_errors = 0;
+    unsigned long peer_errors = 0;
+    struct repeated short_of = { 0, 0 }, refused_by_kernel = { 0, 0 };
     int lfd = a->lfd;
+    char where[LISTEN_ADDR_MAX];
+    listen_describe(lfd, where, sizeof where);
     struct depot *d = a->d;
     pth_event_t ev_listen = a->ev_listen, ev_client = a->ev_client;
     /* connections known to wait in the accept queue: -1 unknown (try
@@ -331,11 +355,13 @@ void acceptor_run(struct acceptor *a)
                  * descriptor if we can, and back off instead of spinning */
                 int refused = out_of_fds ? refuse_one(a) : -1;
                 if (refused != 0) {
-                    if (emfile_count++ % 100 == 0) {
+                    if (say_again(&short_of)) {
                         errno = e;
-                        log_errno(LOG_ERROR, refused > 0
-                                  ? "accept: out of descriptors, refusing with 503 and backing off"
-                                  : "accept: out of resources, backing off");
+                        log_errno(LOG_ERROR, "accept on %s: %s, backing off (times since last "
+                                  "logged: %lu)", where, refused > 0
+                                  ? "out of descriptors, refusing with 503"
+                                  : "out of resources", short_of.times);
+                        short_of.times = 0;
                     }
                     pth_nap(pth_time(0, refused > 0 ? 1000 : 100000));
                     continue;
@@ -360,7 +386,13 @@ void acceptor_run(struct acceptor *a)
                 pth_wait(ev_listen);
                 woke = 1;
             } else if (!peer_error(errno)) {
-                log_errno(LOG_WARN, "accept");
+                int e = errno;
+                if (say_again(&refused_by_kernel)) {
+                    errno = e;
+                    log_errno(LOG_WARN, "accept on %s (failures since last logged: %lu; "
+                              "retrying every 10 ms)", where, refused_by_kernel.times);
+                    refused_by_kernel.times = 0;
+                }
                 pth_nap(pth_time(0, 10000));
             } else if (++peer_errors % 64 == 0) {
                 /* so many in a row may not be the connections' after all:

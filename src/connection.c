@@ -293,13 +293,18 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
  * is read (RFC 9112 §9.6); a fast one must not keep the others waiting. */
 static void drain_until_eof(struct conn *c)
 {
-    struct timeval deadline;
+    struct timeval deadline, now;
     io_deadline(&deadline, 2);
     for (;;) {
         ssize_t n = io_read(&c->waiter, c->fd, c->scratch, c->scratch_cap, &deadline);
         if (n <= 0)
             break;
         io_run_add(&c->waiter, (size_t)n);
+        /* io_read looks at the deadline only when it has to wait: a client
+         * that sends faster than we read would never let it */
+        io_clock_now(&now);
+        if (!timercmp(&now, &deadline, <))
+            break;
     }
 }
 

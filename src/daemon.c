@@ -180,6 +180,17 @@ int daemon_write_pid_file(const char *path)
             close(fd);
             return -1;
         }
+        /* a file another user made there (one who may write the directory,
+         * the workers' user say) stays theirs: they could hold its lock and
+         * stop every start, or write another pid into it for a script to
+         * signal as root */
+        if (st.st_uid != geteuid()) {
+            log_msg(LOG_ERROR, "pid file %s belongs to uid %lu, not to uid %lu that cowd runs as: "
+                    "refusing to use it (remove it, or give another --pid-file)", path,
+                    (unsigned long)st.st_uid, (unsigned long)geteuid());
+            close(fd);
+            return -1;
+        }
         struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
         if (fcntl(fd, F_SETLK, &fl) < 0) {
             if (errno != EACCES && errno != EAGAIN) {

@@ -13,10 +13,14 @@
  * expiry), and within a second in the order its connection fell idle; the
  * head is the next to expire: O(1) per expiry, no timer heap.  A slot goes
  * in after the last slot of its second, or of the nearest earlier second,
- * found through a table of each second's last slot, then back a bounded
+ * found through a table of each second's last slot (a bitmap of the seconds
+ * that have one finds the nearest a word at a time), then back a bounded
  * number of steps into idle order: not by walking back from the tail over
  * every connection parked since, which a client cycling old connections
- * through empty lines could make it do for each byte. */
+ * through empty lines could make it do for each byte.  The table spans the
+ * longest timeout and a margin, so the seconds of the slots parked never
+ * share an entry (8 bytes a second: 1 KiB for the default timeouts, 1 MiB
+ * a list for a day). */
 #include "park.h"
 
 #include <errno.h>
@@ -41,8 +45,11 @@
 #define PARK_EPOLL 1
 #endif
 
-#define PARK_LISTS 4            /* distinct timeout values in use */
-#define PARK_SECONDS 1024       /* expiry seconds a list's table tells apart (a power of two) */
+#define PARK_LISTS 2            /* distinct timeout values: --header-timeout, --keepalive-timeout */
+#define PARK_MARGIN 64          /* seconds the table spans beyond the longest timeout: a
+                                 * park thread held up that long still finds expired slots
+                                 * apart from the newest (longer, and insertion falls back
+                                 * to a walk: slower, still in order) */
 #define PARK_REORDER 64         /* steps back to a parking slot's place in idle order */
 
 struct slot {
@@ -56,16 +63,19 @@ struct slot {
 struct fifo {
     unsigned timeout;
     struct slot *head, *tail;
-    /* [second % PARK_SECONDS]: the last slot expiring in that second, or
-     * NULL.  An entry whose slot expires in another second (timeouts longer
-     * than the table) tells nothing: insertion then checks what it finds */
-    struct slot *last_of[PARK_SECONDS];
+    /* [second & lot.second_mask]: the last slot expiring in that second,
+     * or NULL; busy has a bit set for each entry that is not NULL.  An
+     * entry whose slot expires in another second (the park thread held up
+     * beyond PARK_MARGIN) tells nothing: insertion checks what it finds */
+    struct slot **last_of;
+    uint64_t *busy;
 };
 
 static struct {
     struct depot *depot;
     struct slot *slots;
     unsigned n_slots, n_parked;
+    size_t second_mask;         /* the tables' size less one (a power of two, >= 63) */
     struct slot *free_list;
     struct fifo lists[PARK_LISTS];
     pth_t tid;
@@ -83,25 +93,51 @@ static struct {
     struct pollfd *pfds;
     struct polled { unsigned idx; uint32_t gen; } *polled;    /* which park each pfds[] entry is */
 #endif
+    unsigned long steps;        /* slots stepped over by insertions (park_steps) */
 } lot = { .tid = NULL };
 
-static struct slot **last_of(struct fifo *f, time_t second)
+static void set_last(struct fifo *f, time_t second, struct slot *s)
 {
-    return &f->last_of[(size_t)second & (PARK_SECONDS - 1)];
+    size_t i = (size_t)second & lot.second_mask;
+    uint64_t bit = (uint64_t)1 << (i % 64);
+    f->last_of[i] = s;
+    if (s != NULL)
+        f->busy[i / 64] |= bit;
+    else
+        f->busy[i / 64] &= ~bit;
 }
 
 /* The last slot of f expiring in `second`, if the table knows it. */
 static struct slot *last_expiring(struct fifo *f, time_t second)
 {
-    struct slot *s = *last_of(f, second);
+    struct slot *s = f->last_of[(size_t)second & lot.second_mask];
     return s != NULL && s->expires == second ? s : NULL;
+}
+
+/* The latest second from `from` back to `lowest` whose table entry is set;
+ * lowest - 1 if none.  A word of the bitmap at a time: at most the table's
+ * size / 64 steps, and `from - lowest` must be less than the table's size. */
+static time_t busy_at_or_before(const struct fifo *f, time_t from, time_t lowest)
+{
+    time_t t = from;
+    while (t >= lowest) {
+        size_t i = (size_t)t & lot.second_mask;
+        unsigned bit = (unsigned)(i % 64);
+        uint64_t word = f->busy[i / 64] & (~(uint64_t)0 >> (63 - bit));    /* bits 0..bit */
+        if (word != 0) {
+            time_t found = t - (time_t)(bit - (63 - (unsigned)__builtin_clzll(word)));
+            return found >= lowest ? found : lowest - 1;
+        }
+        t -= (time_t)bit + 1;       /* to the last second of the word before */
+    }
+    return lowest - 1;
 }
 
 static void fifo_remove(struct fifo *f, struct slot *s)
 {
-    struct slot **last = last_of(f, s->expires);
-    if (*last == s)
-        *last = s->prev != NULL && s->prev->expires == s->expires ? s->prev : NULL;
+    if (f->last_of[(size_t)s->expires & lot.second_mask] == s)
+        set_last(f, s->expires,
+                 s->prev != NULL && s->prev->expires == s->expires ? s->prev : NULL);
     if (s->prev != NULL) s->prev->next = s->next; else f->head = s->next;
     if (s->next != NULL) s->next->prev = s->prev; else f->tail = s->prev;
     s->prev = s->next = NULL;
@@ -248,7 +284,7 @@ static void *park_main(void *arg)
     return NULL;
 }
 
-int park_init(struct depot *d, unsigned slots)
+int park_init(struct depot *d, unsigned slots, unsigned longest_timeout)
 {
     memset(&lot, 0, sizeof lot);
     lot.depot = d;
@@ -258,6 +294,18 @@ int park_init(struct depot *d, unsigned slots)
     if (lot.slots == NULL || lot.wake_port == NULL) {
         log_errno(LOG_ERROR, "park: no memory for %u slots", slots);
         return -1;
+    }
+    size_t seconds = 64;
+    while (seconds < (size_t)longest_timeout + PARK_MARGIN)
+        seconds *= 2;
+    lot.second_mask = seconds - 1;
+    for (unsigned i = 0; i < PARK_LISTS; i++) {
+        lot.lists[i].last_of = calloc(seconds, sizeof *lot.lists[i].last_of);
+        lot.lists[i].busy = calloc(seconds / 64, sizeof *lot.lists[i].busy);
+        if (lot.lists[i].last_of == NULL || lot.lists[i].busy == NULL) {
+            log_errno(LOG_ERROR, "park: no memory for a table of %zu seconds", seconds);
+            return -1;
+        }
     }
     lot.ev_wake = pth_event(PTH_EVENT_MSG, lot.wake_port);
     /* the park thread's events are made here, not in the thread: one that
@@ -327,17 +375,18 @@ static int arm(int fd, unsigned idx, uint32_t gen, int parked_before)
 static struct slot *after_in_second(struct slot *last, const struct slot *s)
 {
     struct slot *after = last;
-    for (unsigned steps = 0; steps < PARK_REORDER && after != NULL &&
-                             after->expires == s->expires &&
-                             after->conn.idle.seq > s->conn.idle.seq; steps++)
+    unsigned steps = 0;
+    for (; steps < PARK_REORDER && after != NULL && after->expires == s->expires &&
+           after->conn.idle.seq > s->conn.idle.seq; steps++)
         after = after->prev;
+    lot.steps += steps;
     return after;
 }
 
 /* The slot that s goes after in f (NULL: at the head), keeping the list in
  * expiry order: the last one expiring in s's second or before (and within
- * the second, in idle order, above).  Nearly always at the tail; else at
- * most PARK_SECONDS steps through the table, not through the list. */
+ * the second, in idle order, above).  Nearly always at the tail; else
+ * through the table, not through the list. */
 static struct slot *insert_point(struct fifo *f, const struct slot *s)
 {
     time_t second = s->expires;
@@ -348,23 +397,24 @@ static struct slot *insert_point(struct fifo *f, const struct slot *s)
     struct slot *after = last_expiring(f, second);
     if (after != NULL)
         return after_in_second(after, s);   /* the next after it expires later */
-    /* none expiring in that second (that the table knows of): the last of
-     * the nearest earlier second, if nothing the table has lost lies
-     * between it and s; every check fails safe into the walk below */
-    for (time_t back = 1; back < PARK_SECONDS && second - back >= f->head->expires; back++) {
-        after = last_expiring(f, second - back);
-        if (after != NULL) {
-            if (after->next != NULL && after->next->expires > second)
-                return after;
-            break;
-        }
-    }
-    if (after == NULL && f->head->expires > second)
+    if (f->head->expires > second)
         return NULL;
-    /* timeouts longer than the table: walk back from the tail */
+    /* none expiring in that second: the last of the nearest earlier one,
+     * if the table spans back to the head and nothing it has lost lies
+     * between that slot and s; every check fails safe into the walk below */
+    time_t lowest = f->head->expires;
+    if (second - lowest <= (time_t)lot.second_mask) {
+        time_t before = busy_at_or_before(f, second - 1, lowest);
+        after = before >= lowest ? last_expiring(f, before) : NULL;
+        if (after != NULL && after->next != NULL && after->next->expires > second)
+            return after;
+    }
+    /* the table lost some: walk back from the tail */
     after = f->tail;
-    while (after != NULL && after->expires > second)
+    while (after != NULL && after->expires > second) {
         after = after->prev;
+        lot.steps++;
+    }
     return after_in_second(after, s);
 }
 
@@ -376,7 +426,7 @@ static void fifo_insert(struct fifo *f, struct slot *s)
     if (s->next != NULL) s->next->prev = s; else f->tail = s;
     if (after != NULL) after->next = s; else f->head = s;
     if (s->next == NULL || s->next->expires != s->expires)
-        *last_of(f, s->expires) = s;    /* the last of its second now */
+        set_last(f, s->expires, s);     /* the last of its second now */
 }
 
 #ifdef PARK_EPOLL
@@ -455,6 +505,11 @@ void park_close_all(void)
     for (unsigned i = 0; i < PARK_LISTS; i++)
         while (lot.lists[i].head != NULL)
             expire(lot.lists[i].head);
+}
+
+unsigned long park_steps(void)
+{
+    return lot.steps;
 }
 
 unsigned park_count(void)

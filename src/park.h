@@ -11,8 +11,10 @@
 #include "depot.h"
 
 /* slots: most connections parked at once (they also count against
- * --max-connections). 0, or -1 (logged). */
-int park_init(struct depot *d, unsigned slots);
+ * --max-connections); longest_timeout: the longest timeout a connection
+ * will be parked with (seconds: the lot's tables span it).  0, or -1
+ * (logged). */
+int park_init(struct depot *d, unsigned slots, unsigned longest_timeout);
 
 /* Parks conn->fd until readable or `timeout` seconds pass; when readable,
  * *conn goes back to the depot as it is (parked_before set, queued the time
@@ -34,5 +36,9 @@ int park_close_oldest(void);
 /* Graceful stop: close every parked connection now. */
 void park_close_all(void);
 unsigned park_count(void);
+
+/* Parked slots stepped over so far to find where a connection goes in its
+ * timeout's expiry order: the cost of parking beyond a constant. */
+unsigned long park_steps(void);
 
 #endif

@@ -334,7 +334,8 @@ void worker_main(const struct worker_setup *ws)
     if (depot == NULL)
         fail();
     conn_attach_depot(depot);
-    if (park_init(depot, cfg.max_connections) < 0)
+    if (park_init(depot, cfg.max_connections, cfg.header_timeout > cfg.keepalive_timeout
+                                                   ? cfg.header_timeout : cfg.keepalive_timeout) < 0)
         fail();
 
     static int life_fd;

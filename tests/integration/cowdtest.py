@@ -791,7 +791,9 @@ FAULT_SHIM_C = r"""
  * path: the open beneath the root is checked by name), each failure adding
  * a byte to the file FAULT_OPENAT2_MARK if set; with FAULT_NO_PROC_FD set,
  * opening /proc/self/fd fails with ENOENT (no /proc: a jail without it, a
- * BSD), so what was opened is checked by name. */
+ * BSD), so what was opened is checked by name; a read() that returns
+ * FAULT_SLOW_READ_MIN bytes or more takes FAULT_SLOW_READ_US microseconds
+ * longer (a slow server: a client can send faster than it reads). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -898,6 +900,19 @@ static ssize_t scrambled(ssize_t got, void *buf, size_t n, off_t offset)
         (size_t)env_int("FAULT_PREAD_SCRAMBLE_SIZE") == n) {
         done = 1;
         memset(buf, '#', n);
+    }
+    return got;
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+    ssize_t (*real)(int, void *, size_t) = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    ssize_t got = real(fd, buf, n);
+    int min = env_int("FAULT_SLOW_READ_MIN");
+    if (min > 0 && got >= min) {
+        int e = errno;
+        usleep((useconds_t)env_int("FAULT_SLOW_READ_US"));
+        errno = e;
     }
     return got;
 }

@@ -1235,6 +1235,60 @@ def _(srv):
         two.kill()
 
 
+# An accept4 error that comes back at once (EPERM: a security module or
+# seccomp filter refusing) was logged as "accept: ..." every 10 ms for as
+# long as it lasted, naming no address: 100 lines a second.
+@test("robust: a repeating accept error is logged once a minute, naming the address")
+def _(srv):
+    own = faulty_server(srv, [], FAULT_ACCEPT_FAILS="150", FAULT_ACCEPT_ERRNO=str(errno.EPERM))
+    try:
+        # the failures come first (every accept4 of the worker, ~10 ms
+        # apart), then accepting works again and the client is served
+        eq(own.get("/hello.txt").body, HELLO, "served once accept works again")
+        lines = [l for l in own.stderr().splitlines() if os.strerror(errno.EPERM) in l]
+        eq(len(lines), 1, "lines logged for 150 failures in a row: %r" % lines[:3])
+        want = "accept on 127.0.0.1:%d (failures since last logged: 1; retrying every 10 ms)" % own.port
+        check(want in lines[0], "%r not in %r" % (want, lines[0]))
+        own.assert_alive()
+    finally:
+        own.kill()
+
+
+# A refused upload is read and dropped for at most 2 s after the answer
+# (else the close's reset could destroy the answer), but that limit was
+# looked at only when the socket was empty: a client sending faster than
+# the handler read kept the handler and its connection slot for as long as
+# it went on sending.
+@test("robust: a refused upload sent faster than it is read is cut after the 2 s drain")
+def _(srv):
+    own = faulty_server(srv, [], FAULT_SLOW_READ_MIN="16384", FAULT_SLOW_READ_US="2000")
+    try:
+        with own.conn() as c:
+            c.send(b"PUT /hello.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 100000000000\r\n\r\n")
+            check(c.response().status in (405, 413), "answer")
+            # then the body, as fast as the client can, for up to 10 s
+            s = c.sock
+            s.settimeout(1.0)
+            chunk = b"x" * (1 << 20)
+            began = time.time()
+            cut = None
+            while time.time() < began + 6 + 4 * SLOW:
+                try:
+                    s.sendall(chunk)
+                except socket.timeout:
+                    continue        # cowd stopped reading: the cut comes as a reset
+                except OSError as e:
+                    cut = time.time() - began
+                    check(e.errno in (errno.ECONNRESET, errno.EPIPE), "send failed: %r" % e)
+                    break
+            check(cut is not None, "still draining after %d s" % (6 + 4 * SLOW))
+            check(cut < 2 + 4 * SLOW, "cut after %.1f s, not about 2" % cut)
+        eq(own.get("/hello.txt").body, HELLO, "the next client")
+        own.assert_alive()
+    finally:
+        own.kill()
+
+
 # Linux's accept4 passes on a new connection's pending network errors
 # (ENETDOWN, EHOSTUNREACH...; accept(2): retry them as EAGAIN): each was
 # logged as a warning and accepting paused 10 ms.

@@ -1890,6 +1890,21 @@ def _(shared):
             check(f.read().startswith(b"an earlier line\n"), "%s: the log lost its lines" % log_flag)
 
 
+def refused_pid_file(shared, pidf, what):
+    """Starts cowd with --pid-file pidf, which it must refuse: exit status 1.
+    Its standard error."""
+    p = subprocess.Popen([cowdtest.COWD, "--foreground", "--root", shared.root.path,
+                          "--listen", "127.0.0.1:%d" % cowdtest.free_port(), "--pid-file", pidf],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = p.communicate(timeout=10 * cowdtest.SLOW)
+    except subprocess.TimeoutExpired:
+        kill_all(p)
+        raise TestFailure("started with %s" % what)
+    eq(p.returncode, 1, "exit status")
+    return err
+
+
 # O_NOFOLLOW stops symbolic links only: a hard link put where the pid file
 # goes had the master (root) truncate the file it names.
 @test("workers: a --pid-file with another name (a hard link) is refused, the file it names kept")
@@ -1900,19 +1915,30 @@ def _(shared):
         f.write(b"keep me\n")
     pidf = os.path.join(d, "cowd.pid")
     os.link(target, pidf)
-    p = subprocess.Popen([cowdtest.COWD, "--foreground", "--root", shared.root.path,
-                          "--listen", "127.0.0.1:%d" % cowdtest.free_port(), "--pid-file", pidf],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        _, err = p.communicate(timeout=10 * cowdtest.SLOW)
-    except subprocess.TimeoutExpired:
-        kill_all(p)
-        with open(target, "rb") as f:
-            raise TestFailure("started with a hard-linked pid file; the file it names reads %r" % f.read())
-    eq(p.returncode, 1, "exit status")
+    err = refused_pid_file(shared, pidf, "a hard-linked pid file")
     check(b"has other names (hard links)" in err, "message: %r" % err[-300:])
     with open(target, "rb") as f:
         eq(f.read(), b"keep me\n", "the file the link names")
+
+
+# A pid file another user made (in a directory the workers' user may
+# write, say) was taken as it was: its owner could hold its lock, so that
+# no start succeeded, or write another pid into it for a logrotate hook to
+# signal as root.
+@test("workers: a --pid-file that belongs to another user is refused, the file kept")
+def _(shared):
+    if os.geteuid() != 0:
+        raise TestSkip("gives a file away: needs root")
+    d = tempfile.mkdtemp(prefix="cowd-pidowner-", dir=shared.root.tmp)
+    pidf = os.path.join(d, "cowd.pid")
+    with open(pidf, "wb") as f:
+        f.write(b"1\n")
+    os.chown(pidf, 65534, -1)
+    err = refused_pid_file(shared, pidf, "a pid file of uid 65534")
+    want = ("pid file %s belongs to uid 65534, not to uid 0 that cowd runs as" % pidf).encode()
+    check(want in err, "message: %r" % err[-300:])
+    with open(pidf, "rb") as f:
+        eq(f.read(), b"1\n", "the file")
 
 
 def read_pid(path):

@@ -35,7 +35,9 @@ static void fake_serve(void *ctx, const struct depot_conn *conn)
 
 static time_t started;      /* the second a test began: a base for idle times */
 
-static void start_with_slots(unsigned messages, unsigned slots)
+/* longest: the longest timeout the lot is told of (its table of seconds
+ * spans that and a margin) */
+static void start_with_slots(unsigned messages, unsigned slots, unsigned longest)
 {
     started = time(NULL);
     ck_assert(pth_init());
@@ -44,14 +46,14 @@ static void start_with_slots(unsigned messages, unsigned slots)
                                .serve = fake_serve };
     dep = depot_create(&dc);
     ck_assert_ptr_nonnull(dep);
-    ck_assert_int_eq(park_init(dep, slots), 0);
+    ck_assert_int_eq(park_init(dep, slots, longest), 0);
     for (int i = 0; i < 100; i++)
         pth_yield(NULL);
 }
 
 static void start(unsigned messages)
 {
-    start_with_slots(messages, 8);
+    start_with_slots(messages, 8, 60);
 }
 
 static void settle(void)
@@ -280,15 +282,16 @@ END_TEST
 /* Many connections parked in a scrambled order of idle times, some of them
  * parked again (woken by empty lines, still as idle as before): the lot
  * keeps them in expiry order, so they go idle longest first.  `spread`
- * seconds of idle times: under the lot's table of seconds (1,024), and
- * beyond it with a timeout long enough to keep them all, where seconds
- * share the table's entries and insertion must not trust them. */
-static void check_idle_order(unsigned timeout, unsigned spread)
+ * seconds of idle times: within the lot's table of seconds (which spans
+ * `longest` and a margin), and beyond it, with a timeout longer than the
+ * lot was told of (as if its thread had been held up for hours), where
+ * seconds share the table's entries and insertion must not trust them. */
+static void check_idle_order(unsigned longest, unsigned timeout, unsigned spread)
 {
     enum { N = 300 };
     static int sv[N][2];
     static time_t ago[N];
-    start_with_slots(4, N);
+    start_with_slots(4, N, longest);
     srandom(spread);
     for (int i = 0; i < N; i++) {
         /* a third of them in a few seconds, to share seconds */
@@ -329,13 +332,59 @@ static void check_idle_order(unsigned timeout, unsigned spread)
 
 START_TEST(idle_order_kept_within_the_table)
 {
-    check_idle_order(60, 50);
+    check_idle_order(60, 60, 50);
+}
+END_TEST
+
+START_TEST(idle_order_kept_within_a_day_long_table)
+{
+    check_idle_order(86400, 86400, 5000);
 }
 END_TEST
 
 START_TEST(idle_order_kept_beyond_the_table)
 {
-    check_idle_order(86400, 5000);
+    check_idle_order(60, 86400, 5000);
+}
+END_TEST
+
+/* Parking costs a constant, whatever the timeout: a connection goes in
+ * its place in expiry order through the table of seconds, not by walking
+ * the list.  With timeouts longer than the table (it spanned 1,024 s), a
+ * connection woken by an empty line and parked again (with its old idle
+ * time, so in the middle of the list) found no slot within 1,024 s before
+ * its own and was placed by a walk back from the tail over every
+ * connection parked since: a client cycling old connections through empty
+ * lines made each byte cost a pass over the whole lot.  Here 60 old
+ * connections 1,300 s apart are parked again behind 300 recent ones; every
+ * connection has a second of its own, so no park needs a single step. */
+START_TEST(parking_is_constant_time_with_a_day_long_timeout)
+{
+    enum { OLD = 60, RECENT = 300, N = OLD + RECENT };
+    static int sv[N][2];
+    start_with_slots(4, N, 86400);
+    unsigned long before = park_steps();
+    for (int i = 0; i < N; i++) {
+        /* old ones idle for 1,000 to 77,700 s, recent ones 0 to 299 s, in
+         * a scrambled order */
+        int k = (int)((unsigned)i * 7919 % N);
+        time_t ago = k < OLD ? 1000 + (time_t)k * 1300 : (time_t)(k - OLD);
+        park_pair_idle_since(sv[k], 86400, ago, (unsigned long)(1000000 - ago));
+    }
+    for (int k = 0; k < OLD; k++) {                 /* woken, and parked again */
+        ck_assert_int_eq(write(sv[k][1], "\r", 1), 1);
+        for (int wait = 0; wait < 2000 && n_served == 0; wait++)
+            pth_nap(pth_time(0, 1000));
+        ck_assert_int_eq(n_served, 1);
+        char b;
+        ck_assert_int_eq(read(sv[k][0], &b, 1), 1);
+        n_served = 0;
+        struct depot_conn conn = idle_conn(sv[k][0], 1, 1);
+        conn.idle = served_idle[0];
+        ck_assert_int_eq(park_connection(&conn, 86400), 0);
+    }
+    ck_assert_uint_eq(park_count(), N);
+    ck_assert_uint_eq(park_steps() - before, 0);
 }
 END_TEST
 
@@ -383,7 +432,9 @@ int main(void)
     tcase_add_test(tc, oldest_is_by_idle_order_not_parking_order);
     tcase_add_test(tc, oldest_across_seconds_is_by_idle_order);
     tcase_add_test(tc, idle_order_kept_within_the_table);
+    tcase_add_test(tc, idle_order_kept_within_a_day_long_table);
     tcase_add_test(tc, idle_order_kept_beyond_the_table);
+    tcase_add_test(tc, parking_is_constant_time_with_a_day_long_timeout);
     tcase_add_test(tc, stale_event_does_not_unpark_the_slots_next_connection);
     suite_add_tcase(s, tc);
     return run_suite(s);
