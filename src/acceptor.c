@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "date_cache.h"
@@ -60,25 +59,6 @@ static int peer_error(int e)
     default:
         return 0;
     }
-}
-
-/* A failure that repeats for as long as its cause lasts (descriptors
- * short, a security module refusing every accept): said at most once a
- * minute for each address, with how often it happened meanwhile, so that
- * it cannot fill the disk or hold up the accept thread on a slow log. */
-struct repeated {
-    time_t said;            /* when last logged; 0 never */
-    unsigned long times;    /* failures since then, this one included */
-};
-
-static int say_again(struct repeated *r)
-{
-    time_t now = time(NULL);
-    r->times++;
-    if (r->said != 0 && now - r->said < 60)
-        return 0;
-    r->said = now;
-    return 1;
 }
 
 static int stop_pipe[2] = { -1, -1 };
@@ -276,7 +256,8 @@ static int give_back_slot(struct depot *d, int *counted, int *over)
 void acceptor_run(struct acceptor *a)
 {
     unsigned long peer_errors = 0;
-    struct repeated short_of = { 0, 0 }, refused_by_kernel = { 0, 0 };
+    /* said at most once a minute for this address, as long as they last */
+    struct log_repeat short_of = { 0, 0 }, refused_by_kernel = { 0, 0 };
     int lfd = a->lfd;
     char where[LISTEN_ADDR_MAX];
     listen_describe(lfd, where, sizeof where);
@@ -355,13 +336,13 @@ void acceptor_run(struct acceptor *a)
                  * descriptor if we can, and back off instead of spinning */
                 int refused = out_of_fds ? refuse_one(a) : -1;
                 if (refused != 0) {
-                    if (say_again(&short_of)) {
+                    unsigned long times = log_repeat_failed(&short_of);
+                    if (times > 0) {
                         errno = e;
                         log_errno(LOG_ERROR, "accept on %s: %s, backing off (times since last "
                                   "logged: %lu)", where, refused > 0
                                   ? "out of descriptors, refusing with 503"
-                                  : "out of resources", short_of.times);
-                        short_of.times = 0;
+                                  : "out of resources", times);
                     }
                     pth_nap(pth_time(0, refused > 0 ? 1000 : 100000));
                     continue;
@@ -386,13 +367,10 @@ void acceptor_run(struct acceptor *a)
                 pth_wait(ev_listen);
                 woke = 1;
             } else if (!peer_error(errno)) {
-                int e = errno;
-                if (say_again(&refused_by_kernel)) {
-                    errno = e;
+                unsigned long times = log_repeat_failed(&refused_by_kernel);
+                if (times > 0)
                     log_errno(LOG_WARN, "accept on %s (failures since last logged: %lu; "
-                              "retrying every 10 ms)", where, refused_by_kernel.times);
-                    refused_by_kernel.times = 0;
-                }
+                              "retrying every 10 ms)", where, times);
                 pth_nap(pth_time(0, 10000));
             } else if (++peer_errors % 64 == 0) {
                 /* so many in a row may not be the connections' after all:
@@ -407,6 +385,12 @@ void acceptor_run(struct acceptor *a)
             break;
         }
         n_accepted++;
+        /* a shortage or refusal that ended within its minute is told once */
+        unsigned long unsaid;
+        if ((unsaid = log_repeat_recovered(&short_of)) > 0 ||
+            (unsaid = log_repeat_recovered(&refused_by_kernel)) > 0)
+            log_msg(LOG_INFO, "accept on %s works again (failures since last logged: %lu)",
+                    where, unsaid);
         /* the reserve is reopened right after a refusal, but that fails
          * when the system's file table is full (ENFILE): take it back once
          * descriptors are, or every later shortage would go unanswered */

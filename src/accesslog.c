@@ -36,7 +36,7 @@ static int al_linked = -1;          /* al_path was a symbolic link at the first 
 static int al_format = ACCESSLOG_COMBINED;
 static char *al_buf;
 static size_t al_len;
-static time_t al_errors_logged;     /* last time a write error was logged */
+static struct log_repeat al_write_failures;     /* disk full: say so, not per line */
 
 static time_t al_second = -1;
 static char al_time[40];            /* "[10/Oct/2000:13:55:36 -0700]" */
@@ -101,11 +101,10 @@ static size_t write_all(const char *p, size_t n)
 /* A flush that failed: lost bytes of lines are dropped (errno: why). */
 static void report_lost(size_t lost)
 {
-    time_t now = time(NULL);
-    if (now - al_errors_logged >= 60) {     /* disk full: say so, not per line */
-        al_errors_logged = now;
-        log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost", al_path, lost);
-    }
+    unsigned long failed = log_repeat_failed(&al_write_failures);
+    if (failed > 0)
+        log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost (failed writes "
+                  "since last logged: %lu)", al_path, lost, failed);
 }
 
 /* The longest run of whole lines from p (n bytes) that fits in max bytes,

@@ -156,7 +156,16 @@ int daemon_write_pid_file(const char *path)
         /* no O_TRUNC: the file may be a running server's; O_NOFOLLOW: opened
          * as root, perhaps in a directory others can write; O_NONBLOCK: a
          * FIFO put there must not hang the start */
-        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0644);
+        const int flags = O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC;
+        /* made here, the file is ours whoever the file system says owns it
+         * (root squashed to nobody on NFS, say) */
+        int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+        int made = fd >= 0;
+        if (fd < 0 && errno == EEXIST) {
+            fd = open(path, flags);
+            if (fd < 0 && errno == ENOENT)
+                continue;           /* removed meanwhile: make it */
+        }
         if (fd < 0) {
             log_errno(LOG_ERROR, "cannot open pid file %s", path);
             return -1;
@@ -184,7 +193,7 @@ int daemon_write_pid_file(const char *path)
          * the workers' user say) stays theirs: they could hold its lock and
          * stop every start, or write another pid into it for a script to
          * signal as root */
-        if (st.st_uid != geteuid()) {
+        if (!made && st.st_uid != geteuid()) {
             log_msg(LOG_ERROR, "pid file %s belongs to uid %lu, not to uid %lu that cowd runs as: "
                     "refusing to use it (remove it, or give another --pid-file)", path,
                     (unsigned long)st.st_uid, (unsigned long)geteuid());

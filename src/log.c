@@ -395,6 +395,43 @@ static void log_write(enum log_level level, int errnum, const char *fmt, va_list
     errno = saved;
 }
 
+static long monotonic_second(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+        return (long)time(NULL);
+    return (long)ts.tv_sec + 1;     /* never 0, which means "none yet" */
+}
+
+unsigned long log_repeat_failed(struct log_repeat *r)
+{
+    int saved = errno;
+    long now = monotonic_second();
+    errno = saved;
+    r->times++;
+    if (r->said != 0 && now - r->said < 60)
+        return 0;
+    unsigned long n = r->times;
+    r->times = 0;
+    r->said = now;
+    return n;
+}
+
+unsigned long log_repeat_recovered(struct log_repeat *r)
+{
+    if (r->times == 0)
+        return 0;
+    int saved = errno;
+    long now = monotonic_second();
+    errno = saved;
+    if (now - r->said < 60)
+        return 0;
+    unsigned long n = r->times;
+    r->times = 0;
+    r->said = now;
+    return n;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     va_list ap;

@@ -61,6 +61,23 @@ void log_echo_end(void);
 /* A worker: what the master already said (MIME warnings) is not repeated. */
 void log_echo_errors_only(void);
 
+/* A failure that may repeat for as long as its cause lasts (descriptors
+ * short, a disk full, a security module refusing): a line about it at most
+ * once a minute, with how many failures it stands for.  The minute is
+ * the monotonic clock's: a step back of the wall clock (NTP correcting a
+ * wrong clock after boot) must not silence it for hours. */
+struct log_repeat {
+    long said;              /* monotonic second of the last line; 0: none yet */
+    unsigned long times;    /* failures since that line */
+};
+/* Counts a failure: the failures a line now stands for (this one
+ * included) if one is due, else 0 (errno kept). */
+unsigned long log_repeat_failed(struct log_repeat *r);
+/* After a success: the failures no line has told of yet, if a minute has
+ * passed since the last line (so a burst that ended is told once, and a
+ * cause that comes and goes costs a line a minute), else 0. */
+unsigned long log_repeat_recovered(struct log_repeat *r);
+
 /* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
  * on entry), like err(3).  Both write one whole line with one write(2). */
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -19,8 +19,8 @@
  * every connection parked since, which a client cycling old connections
  * through empty lines could make it do for each byte.  The table spans the
  * longest timeout and a margin, so the seconds of the slots parked never
- * share an entry (8 bytes a second: 1 KiB for the default timeouts, 1 MiB
- * a list for a day). */
+ * share an entry (8 bytes a second over a power of two of seconds: 1 KiB a
+ * list for the default timeouts, 1 MiB for a day). */
 #include "park.h"
 
 #include <errno.h>
@@ -435,18 +435,11 @@ static void fifo_insert(struct fifo *f, struct slot *s)
  * connection while it lasts. */
 static void arm_refused(int fd)
 {
-    static time_t said;
-    static unsigned long refused;
-    int e = errno;
-    time_t now = time(NULL);
-    refused++;
-    if (said != 0 && now - said < 60)
-        return;
-    errno = e;
-    log_errno(LOG_WARN, "park: epoll_ctl arming fd %d (%lu refused since this was last said): "
-              "idle connections hold their handler threads meanwhile", fd, refused);
-    said = now;
-    refused = 0;
+    static struct log_repeat refusals;
+    unsigned long refused = log_repeat_failed(&refusals);
+    if (refused > 0)
+        log_errno(LOG_WARN, "park: epoll_ctl arming fd %d (%lu refused since this was last said): "
+                  "idle connections hold their handler threads meanwhile", fd, refused);
 }
 #endif
 
