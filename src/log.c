@@ -403,12 +403,12 @@ static long monotonic_second(void)
     return (long)ts.tv_sec + 1;     /* never 0, which means "none yet" */
 }
 
-unsigned long log_repeat_failed(struct log_repeat *r)
+/* The failures a line is due to tell of now (taken), or 0 (errno kept). */
+static unsigned long repeat_due(struct log_repeat *r)
 {
     int saved = errno;
     long now = monotonic_second();
     errno = saved;
-    r->times++;
     if (r->said != 0 && now - r->said < 60)
         return 0;
     unsigned long n = r->times;
@@ -417,19 +417,15 @@ unsigned long log_repeat_failed(struct log_repeat *r)
     return n;
 }
 
+unsigned long log_repeat_failed(struct log_repeat *r)
+{
+    r->times++;
+    return repeat_due(r);
+}
+
 unsigned long log_repeat_recovered(struct log_repeat *r)
 {
-    if (r->times == 0)
-        return 0;
-    int saved = errno;
-    long now = monotonic_second();
-    errno = saved;
-    if (now - r->said < 60)
-        return 0;
-    unsigned long n = r->times;
-    r->times = 0;
-    r->said = now;
-    return n;
+    return r->times > 0 ? repeat_due(r) : 0;
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -96,9 +96,14 @@ static struct {
     unsigned long steps;        /* slots stepped over by insertions (park_steps) */
 } lot = { .tid = NULL };
 
+static size_t entry_of(time_t second)
+{
+    return (size_t)second & lot.second_mask;
+}
+
 static void set_last(struct fifo *f, time_t second, struct slot *s)
 {
-    size_t i = (size_t)second & lot.second_mask;
+    size_t i = entry_of(second);
     uint64_t bit = (uint64_t)1 << (i % 64);
     f->last_of[i] = s;
     if (s != NULL)
@@ -110,7 +115,7 @@ static void set_last(struct fifo *f, time_t second, struct slot *s)
 /* The last slot of f expiring in `second`, if the table knows it. */
 static struct slot *last_expiring(struct fifo *f, time_t second)
 {
-    struct slot *s = f->last_of[(size_t)second & lot.second_mask];
+    struct slot *s = f->last_of[entry_of(second)];
     return s != NULL && s->expires == second ? s : NULL;
 }
 
@@ -121,7 +126,7 @@ static time_t busy_at_or_before(const struct fifo *f, time_t from, time_t lowest
 {
     time_t t = from;
     while (t >= lowest) {
-        size_t i = (size_t)t & lot.second_mask;
+        size_t i = entry_of(t);
         unsigned bit = (unsigned)(i % 64);
         uint64_t word = f->busy[i / 64] & (~(uint64_t)0 >> (63 - bit));    /* bits 0..bit */
         if (word != 0) {
@@ -135,7 +140,7 @@ static time_t busy_at_or_before(const struct fifo *f, time_t from, time_t lowest
 
 static void fifo_remove(struct fifo *f, struct slot *s)
 {
-    if (f->last_of[(size_t)s->expires & lot.second_mask] == s)
+    if (f->last_of[entry_of(s->expires)] == s)
         set_last(f, s->expires,
                  s->prev != NULL && s->prev->expires == s->expires ? s->prev : NULL);
     if (s->prev != NULL) s->prev->next = s->next; else f->head = s->next;

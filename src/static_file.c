@@ -63,7 +63,8 @@ static const char *root_name;
 static dev_t root_dev;
 static ino_t root_ino;
 static int root_watched;            /* root_name can be looked up as the workers' user */
-static time_t root_checked, root_error_logged;
+static time_t root_checked;
+static struct log_repeat root_errors;   /* a new root that cannot be opened */
 #if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
 static int have_openat2 = 1;
 #endif
@@ -216,8 +217,7 @@ static void root_recheck(time_t now)
     if (r > 0) {
         filecache_reroot(root_fd);  /* nothing of the old root is served again */
         log_msg(LOG_INFO, "document root %s is now %s", root_name, root_real);
-    } else if (r < 0 && (now < root_error_logged || now - root_error_logged >= 60)) {
-        root_error_logged = now;
+    } else if (r < 0 && log_repeat_failed(&root_errors) > 0) {
         log_errno(LOG_ERROR, "document root %s changed but cannot be opened%s; still serving %s",
                   root_name, failed, root_real_len > 0 ? root_real : "/");
     }
