@@ -15,6 +15,11 @@ struct cond_resource {
                                         * an RFC 850 date's two-digit year (RFC 9110 §5.6.7) */
     int no_mtime;                      /* no Last-Modified (a listing): the date conditions are
                                         * ignored (RFC 9110 §13.1.3-4) */
+    int unsettled;                     /* changed so lately that the reply carries no validator
+                                        * (etag NULL): If-Modified-Since is ignored, since no
+                                        * date can show the client's copy is whole (it may hold
+                                        * torn bytes, dated by the reply's Date); If-Unmodified-
+                                        * Since still compares mtime */
 };
 
 /* Order per RFC 9110 §13.2.2: If-Match (→412 if no strong match; "*" matches), else If-Unmodified-Since
@@ -24,10 +29,10 @@ struct cond_resource {
  * If-None-Match sent on several lines is one list (HTTP_REPEATED_*). Returns 0 to proceed, 304 or 412. */
 int cond_evaluate(const struct http_request *req, const struct cond_resource *res);
 
-/* If-Range: true if the Range header should be honoured: If-Range absent, or strong ETag match, or
- * HTTP-date exactly equal to mtime with mtime before now's second (a Last-Modified within the
- * second of Date is weak, RFC 9110 §8.8.2.2). A weak etag in If-Range never matches; nor does anything unparsable,
- * nor an If-Range sent on several lines. */
+/* If-Range: true if the Range header should be honoured: If-Range absent, or a strong ETag match.
+ * A date never matches (a file's modification time can be set back, so Last-Modified is no strong
+ * validator here, RFC 9110 §8.8.2.2); nor does a weak etag, anything unparsable, or an If-Range
+ * sent on several lines. */
 int cond_if_range_ok(const struct http_request *req, const struct cond_resource *res);
 
 #endif

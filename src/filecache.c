@@ -204,14 +204,6 @@ static int revalidation_due(const struct fc_entry *e, time_t now)
     return now < e->checked || now - e->checked >= every;
 }
 
-/* Changed recently enough that a write may have run while it was copied:
- * times are read at whole seconds (now, and a coarse file system's) */
-#define FC_RACY_SECS 2
-static int changed_lately(const struct timespec *ctime, time_t now)
-{
-    return ctime->tv_sec >= now - FC_RACY_SECS;
-}
-
 struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
 {
     if (fc.max_entries == 0)
@@ -228,7 +220,7 @@ struct fc_entry *filecache_get(const char *key, size_t key_len, time_t now)
         /* stat the path, not the descriptor: a file replaced by rename()
          * keeps the old inode alive behind our descriptor */
         if (fstatat(fc.root_fd, e->rel, &st, 0) < 0 || !same_file(e, &st) ||
-            (e->racy && !changed_lately(&e->ctime, now))) {
+            (e->racy && !filecache_changed_lately(&e->ctime, now))) {
             fc.stale++;         /* changed, or a copy that may be torn: read again */
             entry_drop(e);
             return NULL;
@@ -363,7 +355,7 @@ struct fc_entry *filecache_put(const char *key, size_t key_len, const char *rel,
         if (data != NULL && looked) {
             e->data = data;
             e->mem += (size_t)e->size;
-            e->racy = changed_lately(&again.st_ctim, now);
+            e->racy = filecache_changed_lately(&again.st_ctim, now);
         } else {
             free(data);
         }

@@ -32,13 +32,36 @@ struct fc_entry {
     struct timespec ctime;
     mode_t mode;
     time_t checked;             /* last revalidation */
-    int racy;                   /* data copied within FC_RACY_SECS of a change (filecache.c) */
+    int racy;                   /* data copied within FC_RACY_SECS of a change (below) */
     unsigned refs;
     int dead;                   /* unlinked from the table, freed when refs drops to 0 */
     size_t mem;                 /* bytes accounted against the cache size */
     struct fc_entry *hnext;     /* hash chain */
     struct fc_entry *prev, *next;   /* LRU list, most recent first */
 };
+
+/* Did the file change so lately that a write may still be under way, or
+ * have run while it was read?  Its bytes may then be torn, and its tag
+ * (inode, change time, size) or date the same as the finished file's: such
+ * a reply must carry no validator, or a client holding it would be told 304
+ * for good.  Times are read at whole seconds (now, and a coarse file
+ * system's), hence 2 s: 2 to 3 s after the change.  A change time further
+ * ahead of the clock than that is a clock stepped back (or another host's
+ * on a network file system), not a write: taken for one, every file changed
+ * since the clock's old time would go without validators, and its copy be
+ * read every second, until the clock caught up.  filecache_settled(): the
+ * entry is not such a file, and its copy was not taken as one.  Inline: on
+ * every cache hit. */
+#define FC_RACY_SECS 2
+static inline int filecache_changed_lately(const struct timespec *ctime, time_t now)
+{
+    return ctime->tv_sec >= now - FC_RACY_SECS && ctime->tv_sec <= now + FC_RACY_SECS;
+}
+
+static inline int filecache_settled(const struct fc_entry *e, time_t now)
+{
+    return !e->racy && !filecache_changed_lately(&e->ctime, now);
+}
 
 struct filecache_stats { unsigned entries; size_t bytes; unsigned long hits, misses, stale, evictions; };
 

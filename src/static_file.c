@@ -619,7 +619,7 @@ struct file_view {
     uint64_t size;
     time_t mtime;                   /* as in Last-Modified */
     unsigned long ino;
-    const char *etag;
+    const char *etag;               /* NULL: no validators (a file changed lately) */
     size_t etag_len;
     const char *last_modified;
     const char *type;
@@ -627,6 +627,30 @@ struct file_view {
     const char *headers;            /* precomputed 200 header lines, or NULL */
     size_t headers_len;
 };
+
+/* A file that changed within the last seconds may be in the middle of a
+ * write, and what is read of it torn, under the finished file's tag and
+ * date (Linux sets a write's times before it copies the data; a coarse
+ * clock gives two writes in one tick the same times): the reply carries no
+ * ETag or Last-Modified, so that no client can hold torn bytes under a
+ * validator that later matches (a 304 for good).  The next request after
+ * the change settles gets them. */
+static void drop_validators(struct file_view *v)
+{
+    v->etag = NULL;
+    v->etag_len = 0;
+    v->last_modified = NULL;
+    v->headers = NULL;              /* the precomputed block has them */
+    v->headers_len = 0;
+}
+
+static void put_validators(struct conn *c, const struct file_view *f)
+{
+    if (f->etag == NULL)
+        return;
+    response_header(c, "Last-Modified", f->last_modified);
+    response_header(c, "ETag", f->etag);
+}
 
 /* Sends [off, off+len) of the body.  From memory it is copied into the
  * output buffer when it fits there (then the response goes out with a
@@ -703,8 +727,7 @@ static void send_multipart(struct conn *c, const struct http_request *req,
     response_begin(c, req, 206);
     response_header(c, "Content-Type", ct);
     response_header_u64(c, "Content-Length", total);
-    response_header(c, "Last-Modified", f->last_modified);
-    response_header(c, "ETag", f->etag);
+    put_validators(c, f);
     response_header(c, "Accept-Ranges", "bytes");
     response_end_headers(c);
     if (req->method == HTTP_HEAD)
@@ -753,16 +776,16 @@ static void send_listing(struct conn *c, const struct http_request *req, int dir
 static void send_file(struct conn *c, const struct http_request *req, const struct file_view *f)
 {
     /* response_begin reads the clock anyway; only a request with a date to compare needs it
-     * first (If-Modified-Since, and the year of an RFC 850 date in any of the three) */
-    int has_date = req->if_modified_since.p != NULL || req->if_unmodified_since.p != NULL ||
-                   req->if_range.p != NULL;
+     * first (If-Modified-Since, and the year of an RFC 850 date in either; an If-Range date
+     * is never compared) */
+    int has_date = req->if_modified_since.p != NULL || req->if_unmodified_since.p != NULL;
     struct cond_resource res = { .etag = f->etag, .etag_len = f->etag_len, .mtime = f->mtime,
-                                 .now = has_date ? date_cache_time() : 0 };
+                                 .now = has_date ? date_cache_time() : 0,
+                                 .unsettled = f->etag == NULL };
     int cond = cond_evaluate(req, &res);
     if (cond == 304) {
         response_begin(c, req, 304);
-        response_header(c, "Last-Modified", f->last_modified);
-        response_header(c, "ETag", f->etag);
+        put_validators(c, f);
         response_end_headers(c);
         return;
     }
@@ -793,8 +816,7 @@ static void send_file(struct conn *c, const struct http_request *req, const stru
             response_header(c, "Content-Type", f->type);
             response_header_u64(c, "Content-Length", len);
             response_header(c, "Content-Range", cr);
-            response_header(c, "Last-Modified", f->last_modified);
-            response_header(c, "ETag", f->etag);
+            put_validators(c, f);
             response_header(c, "Accept-Ranges", "bytes");
             response_end_headers(c);
             send_body(c, f, r->first, len);
@@ -812,8 +834,7 @@ static void send_file(struct conn *c, const struct http_request *req, const stru
     } else {
         response_header(c, "Content-Type", f->type);
         response_header_u64(c, "Content-Length", f->size);
-        response_header(c, "Last-Modified", f->last_modified);
-        response_header(c, "ETag", f->etag);
+        put_validators(c, f);
         response_header(c, "Accept-Ranges", "bytes");
     }
     response_end_headers(c);
@@ -821,7 +842,7 @@ static void send_file(struct conn *c, const struct http_request *req, const stru
         send_body(c, f, 0, f->size);
 }
 
-static void view_of_entry(struct file_view *v, const struct fc_entry *e)
+static void view_of_entry(struct file_view *v, const struct fc_entry *e, time_t now)
 {
     v->fd = e->fd;
     v->size = e->size;
@@ -834,16 +855,19 @@ static void view_of_entry(struct file_view *v, const struct fc_entry *e)
     v->data = e->data;
     v->headers = e->headers;
     v->headers_len = e->headers_len;
+    if (!filecache_settled(e, now))
+        drop_validators(v);
 }
 
 /* Serves a cached file.  One that proves shorter than the entry says (it
  * changed within --cache-validate) fails this connection, which has been
  * promised the old length, and is dropped, so that the next request opens
  * the file afresh. */
-static void serve_entry(struct conn *c, const struct http_request *req, struct fc_entry *e)
+static void serve_entry(struct conn *c, const struct http_request *req, struct fc_entry *e,
+                        time_t now)
 {
     struct file_view v;
-    view_of_entry(&v, e);
+    view_of_entry(&v, e, now);
     send_file(c, req, &v);
     if (c->out.file_shrank) {
         log_msg(LOG_WARN, "%s shrank while being sent: connection closed, cache entry dropped", e->name);
@@ -863,7 +887,7 @@ static void serve_opened(struct conn *c, const struct http_request *req, int fd,
     struct fc_entry *e = key_len > 0 ? filecache_put(key, key_len, name + 1, fd, st, type,
                                                      date_cache_time()) : NULL;
     if (e != NULL) {
-        serve_entry(c, req, e);         /* the cache owns fd now */
+        serve_entry(c, req, e, date_cache_time());  /* the cache owns fd now */
         return;
     }
     struct file_view v;
@@ -880,6 +904,8 @@ static void serve_opened(struct conn *c, const struct http_request *req, int fd,
     v.data = NULL;
     v.headers = NULL;
     v.headers_len = 0;
+    if (filecache_changed_lately(&st->st_ctim, date_cache_time()))
+        drop_validators(&v);
     send_file(c, req, &v);
     if (c->out.file_shrank)
         log_msg(LOG_WARN, "%s shrank while being sent: connection closed", name + 1);
@@ -1020,7 +1046,7 @@ void static_file_serve(struct conn *c, const struct http_request *req)
     if (plen < CACHE_KEY_MAX) {
         struct fc_entry *e = filecache_get(c->path, plen, now);
         if (e != NULL) {
-            serve_entry(c, req, e);
+            serve_entry(c, req, e, now);
             return;
         }
     }

@@ -2,8 +2,10 @@
 #
 # Checks each tool with command -v first and installs only what is missing,
 # from the apt sources the system already has (never edits them). The
-# packages' own services are not started here: policy-rc.d usually forbids
-# it in containers, and the suite runs its own instances anyway.
+# suite runs its own instances; the packages' own services are not used,
+# but apt starts them on installing where policy-rc.d allows it (most hosts
+# that are not containers): they are left running, not ours to stop
+# (scripts/bench/README.md says so and how).
 
 # tool:package pairs
 DEPS="nginx:nginx lighttpd:lighttpd h2o:h2o httperf:httperf wrk:wrk
@@ -25,12 +27,18 @@ ensure_deps() {
     if ! compgen -G '/var/lib/apt/lists/*_Packages' >/dev/null; then
         timeout 300 apt-get update -qq >/dev/null 2>&1 || warn "apt-get update failed"
     fi
-    if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
-            --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+    # no timeout(1) around an install: killed while dpkg configures, it
+    # would leave dpkg "interrupted" and every later apt-get failing; waiting
+    # on another apt's lock is bounded by apt itself
+    # (and no question either: a conffile left by a removed package is kept)
+    local no_questions=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef
+                        -o Dpkg::Options::=--force-confold)
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${no_questions[@]}" \
+            --no-install-recommends "${missing[@]}" </dev/null >/dev/null 2>&1; then
         # one stale index is the usual cause: refresh once and retry
         timeout 300 apt-get update -qq >/dev/null 2>&1
-        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
-            --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${no_questions[@]}" \
+            --no-install-recommends "${missing[@]}" </dev/null >/dev/null 2>&1 \
             || warn "apt-get install ${missing[*]} failed; servers that are missing will be skipped"
     fi
 }

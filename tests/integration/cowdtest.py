@@ -84,6 +84,18 @@ WEIRD = b"weird name\n"
 NUMBERED = [pattern(100 + i, 1000 + i) for i in range(10)]    # n0.txt ... n9.txt
 
 
+def settle_file(path, changed=None):
+    """Waits until the file at path (or anything changed at time changed)
+    changed long enough ago that cowd sends its validators: one changed
+    within the last 2-3 s may be mid-write and gets neither ETag nor
+    Last-Modified (static_file.c)."""
+    if path is not None:
+        changed = os.stat(path).st_ctime
+    ready = int(changed) + 3.1
+    while time.time() < ready:
+        time.sleep(ready - time.time())
+
+
 class Root:
     """A temporary tree: <tmp>/root is the document root, <tmp>/outside is not."""
 
@@ -134,6 +146,12 @@ class Root:
         with open(os.path.join(self.path, "big.bin"), "wb") as f:
             for _ in range(BIG_SIZE // len(block)):
                 f.write(block)
+        self.made = time.time()
+
+    def settle(self, rel=None):
+        """settle_file() for rel under the root (default: every file the
+        tree began with)."""
+        settle_file(os.path.join(self.path, rel) if rel else None, self.made)
 
     def write(self, rel, data):
         p = os.path.join(self.path, rel)
@@ -580,7 +598,9 @@ class Server:
             if mark in log:
                 i = log.index(mark)
                 return "sanitizer report: " + log[max(0, i - 200):i + 1500]
-        if proc.returncode not in (0, -signal.SIGKILL):
+        if proc.returncode == -signal.SIGKILL:
+            return "did not exit on SIGTERM, nor on a second one (killed); stderr: %s" % log[-1500:]
+        if proc.returncode != 0:
             return "exit status %s on SIGTERM; stderr: %s" % (proc.returncode, log[-1500:])
         return None
 
@@ -593,8 +613,17 @@ class Server:
             try:
                 self.proc.wait(3 * SLOW)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                # requests still in progress: a second one stops at once (README)
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(5 * SLOW)
+                except subprocess.TimeoutExpired:
+                    # a server that ignores both is a bug: the test that
+                    # stopped it fails (run), and so does stop_checked
+                    HARD_KILLED.append("cowd %s (pid %d)" % (" ".join(self.args) or "(default flags)",
+                                                             self.proc.pid))
+                    self.proc.kill()
+                    self.proc.wait()
         # workers orphaned by a killed master: only those still serving our root
         for pid in kids:
             try:
@@ -653,6 +682,7 @@ class Server:
 # ---------------------------------------------------------------------------
 
 TESTS = []
+HARD_KILLED = []        # servers Server.kill() had to SIGKILL: each fails its test
 
 # Flags of optional features, with the argument each takes: a build without
 # the feature (--enable-minimal, --disable-listing, --disable-access-log)
@@ -701,6 +731,7 @@ def run(argv):
     filt = argv[1] if len(argv) > 1 else None
     selected = [t for t in TESTS if filt is None or filt in t[0]]
     root = Root()
+    root.settle()       # its files' validators, as most tests expect (once, 3 s at most)
     servers = {}
     passed = skipped = 0
     failures = []           # repeated at the end: a log's tail is often all one sees
@@ -728,9 +759,13 @@ def run(argv):
                     srv.start()
                     servers[key] = srv
                 srv.root = root
+                hard_killed_before = len(HARD_KILLED)
                 fn(srv)
                 # whatever the test did, the server still serves a NEW connection
                 srv.assert_alive()
+                if len(HARD_KILLED) > hard_killed_before:
+                    raise TestFailure("a server it stopped ignored SIGTERM twice and was killed: "
+                                      + "; ".join(HARD_KILLED[hard_killed_before:]))
                 print("PASS %s (%.2fs)" % (name, time.time() - t0))
                 passed += 1
             except TestSkip as e:

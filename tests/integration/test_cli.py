@@ -105,6 +105,14 @@ def _(srv):
         if want:
             check(re.search(r"\b%s %s\b" % (re.escape(want), what), out),
                   "this variant's binary has the %s %s: %r" % (want, what, out))
+    # every optional feature (all), or none (the minimal variant): a
+    # feature dropped by mistake would otherwise only skip its tests
+    want = os.environ.get("COWD_EXPECT_FEATURES")
+    if want:
+        check(want in ("all", "none"), "COWD_EXPECT_FEATURES is all or none, not %r" % want)
+        has = [flag for flag in OPTIONAL_FLAGS if build_has(flag)]
+        eq(has, list(OPTIONAL_FLAGS) if want == "all" else [],
+           "optional features in this variant's binary (COWD_EXPECT_FEATURES=%s)" % want)
     if os.environ.get("COWD_EXPECT_ASAN"):
         with open(COWD, "rb") as f:
             check(b"__asan_init" in f.read(), "this variant's binary is built with AddressSanitizer")

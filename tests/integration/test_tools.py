@@ -3,10 +3,12 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
-from cowdtest import SRCDIR, TestSkip, check, eq, open_fds, settled_fds, tcp_sockets, test
+from cowdtest import SLOW, SRCDIR, TestSkip, check, eq, open_fds, settled_fds, tcp_sockets, test
 
 
 def demo_index():
@@ -850,6 +852,68 @@ def _(srv):
         check('Acquire::Retries "7";' in p.stdout, "the system's apt.conf lost: %r" % p.stdout)
         check("/ran" not in p.stdout, "update hooks kept: %r" % p.stdout)
         eq(sorted(os.listdir(tmp)), ["apt"], "left behind in TMPDIR")
+
+
+# Not root, with a sudo that wants a password and has no terminal to ask on
+# (a CI job, `scripts/test </dev/null`): every `sudo apt-get update` failed and
+# was taken for another apt at work, tried 12 times 10 s apart, then blamed on
+# apt.  Now sudo is asked once, first, and its refusal named.
+@test("install-deps: a sudo that refuses is named at once, not retried as a busy apt")
+def _(srv):
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = {"id": 'if [ "$1" = -u ]; then echo 1000; else exec /usr/bin/id "$@"; fi',
+                "dpkg-query": "exit 1",                              # nothing installed
+                "sudo": 'echo "sudo: a password is required" >&2; exit 1',
+                "apt-get": "touch %s/apt-get-ran; exit 0" % tmp}
+        for name, body in fake.items():
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("#!/bin/sh\n" + body + "\n")
+            os.chmod(os.path.join(tmp, name), 0o755)
+        t0 = time.time()
+        p = subprocess.run([os.path.join(SRCDIR, "scripts", "install-deps"), "--test"],
+                           env=dict(os.environ, PATH=tmp + os.pathsep + os.environ["PATH"]),
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 1, "exit status (stderr %r)" % p.stderr)
+        check("sudo refused" in p.stderr, "install-deps names sudo: %r" % p.stderr)
+        check(time.time() - t0 < 10, "took %.1f s" % (time.time() - t0))
+        check(not os.path.exists(os.path.join(tmp, "apt-get-ran")), "apt-get ran without root")
+
+
+# A hang-up (an ssh session dropped during the download) killed fetch-pth
+# without its EXIT trap: dash runs that trap on exit and the signals it
+# traps, and it trapped INT and TERM only, so the private apt directory
+# ($TMPDIR/cowd-pth.*) was left behind.
+@test("fetch-pth: a hang-up during the download removes the private apt directory")
+def _(srv):
+    with tempfile.TemporaryDirectory() as tmp:
+        bin_dir = os.path.join(tmp, "bin")
+        work = os.path.join(tmp, "work")
+        os.makedirs(bin_dir)
+        os.makedirs(work)
+        started = os.path.join(tmp, "apt-get-started")
+        with open(os.path.join(bin_dir, "apt-get"), "w") as f:     # the download, held
+            f.write("#!/bin/sh\ntouch %s\nexec sleep 30\n" % started)
+        os.chmod(os.path.join(bin_dir, "apt-get"), 0o755)
+        p = subprocess.Popen([os.path.join(SRCDIR, "scripts", "fetch-pth"), os.path.join(tmp, "pth.tar.gz")],
+                             env=dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
+                                      TMPDIR=work, PTH_TARBALL=""),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            deadline = time.time() + 10 * SLOW
+            while not os.path.exists(started) and p.poll() is None and time.time() < deadline:
+                time.sleep(0.05)
+            check(os.path.exists(started), "fetch-pth ran apt-get (exit %s, stderr %r)"
+                  % (p.poll(), p.stderr.read() if p.poll() is not None else ""))
+            eq(len(os.listdir(work)), 1, "fetch-pth's private directory while it downloads")
+            os.killpg(p.pid, signal.SIGHUP)     # as a terminal's hang-up reaches its foreground group
+            p.wait(10 * SLOW)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            p.stderr.close()
+        eq(p.returncode, 129, "fetch-pth's exit status on a hang-up")
+        eq(os.listdir(work), [], "left behind in TMPDIR after the hang-up")
 
 
 @test("fetch-pth: the private apt sources name no suite of a system source twice")

@@ -436,16 +436,25 @@ END_TEST
  * times before it copies the data): it was kept until the file changed
  * again.  Now it is checked every second and read again once the change
  * is FC_RACY_SECS + 1 seconds old. */
-START_TEST(copy_taken_just_after_a_change_is_read_again)
+/* A cache of small files kept 60 s between checks, and name written in it
+ * just now and cached at its change time *t: the entry. */
+static struct fc_entry *put_just_written(const char *name, time_t *t)
 {
     ck_assert_int_eq(filecache_init(root_fd, 16, 1 << 20, 60, 4096, 16), 0);
-    write_file("n.txt", "fresh");
+    write_file(name, "fresh");
     struct stat st;
-    ck_assert_int_eq(fstatat(root_fd, "n.txt", &st, 0), 0);
-    time_t t = st.st_ctim.tv_sec;
-    struct fc_entry *e = put("n.txt", t);
+    ck_assert_int_eq(fstatat(root_fd, name, &st, 0), 0);
+    *t = st.st_ctim.tv_sec;
+    struct fc_entry *e = put(name, *t);
     ck_assert_ptr_nonnull(e);
     ck_assert_ptr_nonnull(e->data);
+    return e;
+}
+
+START_TEST(copy_taken_just_after_a_change_is_read_again)
+{
+    time_t t;
+    struct fc_entry *e = put_just_written("n.txt", &t);
     filecache_release(e);
     e = get("n.txt", t + 2);                       /* checked (not --cache-validate's 60 s), kept */
     ck_assert_ptr_nonnull(e);
@@ -458,6 +467,31 @@ START_TEST(copy_taken_just_after_a_change_is_read_again)
     e = get("n.txt", t + 50);                      /* that copy is trusted: not due before 60 s */
     ck_assert_ptr_nonnull(e);
     filecache_release(e);
+}
+END_TEST
+
+/* A reply must carry no validator while a write may be under way: the file
+ * changed 2 s ago or less, or its copy was taken then (filecache.h).  A
+ * change time far ahead of the clock (stepped back) is no such change. */
+START_TEST(settled_once_the_change_is_three_seconds_old)
+{
+    time_t t;
+    struct fc_entry *e = put_just_written("s.txt", &t);
+    ck_assert_int_eq(filecache_settled(e, t), 0);
+    ck_assert_int_eq(filecache_settled(e, t + 2), 0);
+    ck_assert_int_eq(filecache_settled(e, t + 3), 0);  /* its copy was taken in the window */
+    filecache_release(e);
+    ck_assert_ptr_null(get("s.txt", t + 3));           /* so it is read again */
+    e = put("s.txt", t + 3);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(filecache_settled(e, t + 3), 1);
+    filecache_release(e);
+
+    struct timespec ahead = { .tv_sec = t + 3600 };
+    ck_assert_int_eq(filecache_changed_lately(&ahead, t), 0);          /* the clock stepped back */
+    ck_assert_int_eq(filecache_changed_lately(&ahead, t + 3600 - 2), 1);
+    ck_assert_int_eq(filecache_changed_lately(&ahead, t + 3600 + 2), 1);
+    ck_assert_int_eq(filecache_changed_lately(&ahead, t + 3600 + 3), 0);
 }
 END_TEST
 
@@ -520,6 +554,7 @@ int main(void)
     tcase_add_test(tc, entries_in_use_keep_a_miss_from_emptying_the_cache);
     tcase_add_test(tc, file_changed_before_it_is_read_in_is_not_cached);
     tcase_add_test(tc, copy_taken_just_after_a_change_is_read_again);
+    tcase_add_test(tc, settled_once_the_change_is_three_seconds_old);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
