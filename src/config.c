@@ -26,6 +26,7 @@ static void config_defaults(void)
     memset(&cfg, 0, sizeof cfg);
     cfg.index_name = "index.html";
     cfg.listing_max = 10000;
+    cfg.listing_memory = 16 * 1024 * 1024;  /* ~60 listings of 10000 names of ~16 bytes */
     cfg.log_level = LOG_INFO;
     cfg.threads = 256;
     cfg.stack_size = 64 * 1024;
@@ -55,7 +56,8 @@ static void config_defaults(void)
 }
 
 enum {
-    OPT_ROOT = 256, OPT_THREADS, OPT_FOREGROUND, OPT_INDEX, OPT_LISTING, OPT_LISTING_MAX, OPT_SYMLINKS,
+    OPT_ROOT = 256, OPT_THREADS, OPT_FOREGROUND, OPT_INDEX, OPT_LISTING, OPT_LISTING_MAX,
+    OPT_LISTING_MEMORY, OPT_SYMLINKS,
     OPT_MIME, OPT_ERROR_LOG, OPT_LOG_LEVEL, OPT_STACK, OPT_KA_REQ, OPT_KA_TIMEOUT,
     OPT_HDR_TIMEOUT, OPT_BODY_TIMEOUT, OPT_SEND_TIMEOUT, OPT_MAX_URI, OPT_MAX_HDR_SIZE,
     OPT_MAX_HEADERS, OPT_MAX_RANGES, OPT_MAX_BODY, OPT_BACKLOG, OPT_VERSION,
@@ -73,6 +75,7 @@ static const struct option options[] = {
     { "index",                  required_argument, NULL, OPT_INDEX },
     { "listing",                no_argument,       NULL, OPT_LISTING },
     { "listing-max",            required_argument, NULL, OPT_LISTING_MAX },
+    { "listing-memory",         required_argument, NULL, OPT_LISTING_MEMORY },
     { "symlinks-outside-root",  no_argument,       NULL, OPT_SYMLINKS },
     { "mime-types",             required_argument, NULL, OPT_MIME },
     { "error-log",              required_argument, NULL, OPT_ERROR_LOG },
@@ -142,6 +145,8 @@ void config_usage(FILE *out)
 "      --listing                list directories that have no index file" LISTING_BUILT "\n"
 "      --listing-max N          entries a listing shows (default 10000)" LISTING_BUILT "\n"
 "                               the first N by name, and how many more there are\n"
+"      --listing-memory BYTES   names held by listings, per worker (default 16m)" LISTING_BUILT "\n"
+"                               a listing that would go past it gets 503\n"
 "      --symlinks-outside-root  follow symbolic links that lead out of the root\n"
 "                               (refused with 403 by default)\n"
 "      --mime-types FILE        MIME types file (default: the installed mime.types)\n"
@@ -348,9 +353,11 @@ int config_parse(int argc, char **argv)
             break;
 #ifdef COWD_LISTING
         case OPT_LISTING_MAX: NUM(listing_max, 1, 1000000, 0); break;
+        case OPT_LISTING_MEMORY: NUM(listing_memory, 4096, SIZE_CAP(1ULL << 40), 1); break;
         case OPT_LISTING: cfg.listing = 1; break;
 #else
         case OPT_LISTING_MAX:
+        case OPT_LISTING_MEMORY:
         case OPT_LISTING:
             return not_built(options[idx].name, "directory listings", "--disable-listing");
 #endif

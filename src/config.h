@@ -20,6 +20,7 @@ struct config {
     size_t      stack_size;         /* per handler thread */
     int         listing;
     unsigned    listing_max;        /* entries shown in a listing */
+    size_t      listing_memory;     /* names all of a worker's listings hold at once */
     int         symlinks_outside;   /* follow symlinks that leave the root */
     unsigned    max_keepalive_requests;
     unsigned    keepalive_timeout;  /* seconds idle between requests */

@@ -1,9 +1,10 @@
 /* listing.c: directory listings.  Not on the fast path: it allocates the
  * names (at most --listing-max of them) because a directory's size is unknown
- * in advance.  The page itself is never built in memory: its length is
- * computed first, then it is written piece by piece through the connection's
- * output buffer, so a slow reader of a big listing holds no more memory than
- * one of a small one. */
+ * in advance, and all the listings of a worker hold at most --listing-memory
+ * bytes of them at once (a listing that would need more gets 503).  The page
+ * itself is never built in memory: its length is computed first, then it is
+ * written piece by piece through the connection's output buffer, so a slow
+ * reader of a big listing holds no more memory than one of a small one. */
 #include "listing.h"
 
 #include <dirent.h>
@@ -23,6 +24,31 @@
 #include "static_file.h"
 
 struct entry { char *name; int is_dir; };
+
+/* Bytes of names and entry arrays held by this worker's listings (one
+ * process, its threads cooperative: no lock).  Without it a slow reader per
+ * handler thread of a listing of --listing-max long names each held ~3 MB:
+ * 256 of them, most of a gigabyte. */
+static size_t held_bytes;
+static struct log_repeat refusals;     /* 503s for want of it: a line a minute */
+
+/* One listing's share of held_bytes, given back at its end. */
+struct budget { size_t held; };
+
+static int budget_take(struct budget *b, size_t bytes)
+{
+    if (bytes > cfg.listing_memory - held_bytes)
+        return -1;
+    held_bytes += bytes;
+    b->held += bytes;
+    return 0;
+}
+
+static void budget_give(struct budget *b, size_t bytes)
+{
+    held_bytes -= bytes;
+    b->held -= bytes;
+}
 
 static int name_cmp(const struct entry *a, const struct entry *b)
 {
@@ -149,7 +175,8 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd,
     struct entry *entries = NULL;
     size_t n = 0, cap = 0;
     unsigned long more = 0, seen = 0;
-    int ok = 0;
+    int ok = 0, over_budget = 0;
+    struct budget budget = { 0 };
 
     DIR *dir = fdopendir(read_fd);
     if (dir == NULL) {
@@ -186,10 +213,17 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd,
             more++;
             if (n == 0 || strcmp(de->d_name, entries[0].name) >= 0)
                 continue;
+            size_t old_size = strlen(entries[0].name) + 1, new_size = strlen(de->d_name) + 1;
+            if (new_size > old_size && budget_take(&budget, new_size - old_size) < 0) {
+                over_budget = 1;
+                goto out;
+            }
             char *name = strdup(de->d_name);
             if (name == NULL)
                 goto out;
             free(entries[0].name);
+            if (new_size < old_size)
+                budget_give(&budget, old_size - new_size);
             entries[0].name = name;
             entries[0].is_dir = link_kind >= 0 ? link_kind : -1;
             sift_down(entries, n, 0);
@@ -199,11 +233,19 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd,
             size_t ncap = cap ? cap * 2 : 64;
             if (ncap > cfg.listing_max)
                 ncap = cfg.listing_max;
+            if (budget_take(&budget, (ncap - cap) * sizeof *entries) < 0) {
+                over_budget = 1;
+                goto out;
+            }
             struct entry *ne = realloc(entries, ncap * sizeof *ne);
             if (ne == NULL)
                 goto out;
             entries = ne;
             cap = ncap;
+        }
+        if (budget_take(&budget, strlen(de->d_name) + 1) < 0) {
+            over_budget = 1;
+            goto out;
         }
         entries[n].name = strdup(de->d_name);
         if (entries[n].name == NULL)
@@ -254,7 +296,15 @@ void listing_send(struct conn *c, const struct http_request *req, int read_fd,
         produce(&send, dir_path, entries, n, more);
     }
 out:
-    if (!ok) {
+    if (over_budget) {
+        /* other listings hold the memory now: a moment later it is free */
+        unsigned long times = log_repeat_failed(&refusals);
+        if (times > 0)
+            log_msg(LOG_WARN, "listing %s refused with 503: the listings being sent hold "
+                    "--listing-memory (%zu bytes) (refusals since last logged: %lu)",
+                    dir_path, cfg.listing_memory, times);
+        response_error(c, req, 503, "Retry-After", "1");
+    } else if (!ok) {
         log_errno(LOG_WARN, "listing %s", dir_path);
         response_error(c, req, 500, NULL, NULL);
     }
@@ -262,4 +312,5 @@ out:
     for (size_t i = 0; i < n; i++)
         free(entries[i].name);
     free(entries);
+    budget_give(&budget, budget.held);
 }

@@ -687,7 +687,8 @@ HARD_KILLED = []        # servers Server.kill() had to SIGKILL: each fails its t
 # Flags of optional features, with the argument each takes: a build without
 # the feature (--enable-minimal, --disable-listing, --disable-access-log)
 # refuses the flag at start-up, and a test that needs it is skipped there.
-OPTIONAL_FLAGS = {"--listing": (), "--listing-max": ("10",), "--access-log": (os.devnull,),
+OPTIONAL_FLAGS = {"--listing": (), "--listing-max": ("10",), "--listing-memory": ("64k",),
+                  "--access-log": (os.devnull,),
                   "--log-format": ("common",)}
 _build_has = {}
 

@@ -1150,8 +1150,47 @@ def _(srv):
         eq(srv.get("/ctl/" + h).status, 200, "following %s" % h)
 
 
+# Each listing held its names (up to --listing-max of them, about 3 MB of
+# long ones) for as long as its reader took: one slow reader per handler
+# thread held most of a gigabyte.  All the listings of a worker now hold at
+# most --listing-memory; one that would need more gets 503.
+@test("dir: a listing past --listing-memory gets 503 while the memory is held, 200 once freed",
+      args=["--listing", "--listing-memory", "300k"])
+def _(srv):
+    d = os.path.join(srv.root.path, "memlist")
+    os.makedirs(d, exist_ok=True)
+    for i in range(2000):               # about 240 KB of names and entries: one fits, two do not
+        open(os.path.join(d, "%s%04d" % ("m" * 100, i)), "wb").close()
+    held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    held.settimeout(10)
+    try:
+        held.connect(("127.0.0.1", srv.port))
+        held.sendall(request("GET", "/memlist/"))
+        head = held.recv(1024)
+        check(head.startswith(b"HTTP/1.1 200 "), "the first listing: %r" % head[:40])
+        # its page (about 470 KB) cannot all go out to a reader that does not read
+        r = srv.get("/memlist/")
+        eq(r.status_line, "HTTP/1.1 503 Service Unavailable", "a second listing while the first holds its names")
+        eq(r.get("Retry-After"), "1", "Retry-After")
+        eq(srv.get("/noindex/").status_line, OK, "a small listing still fits")
+        eq(srv.get("/hello.txt").status_line, OK, "a file")
+    finally:
+        held.close()
+    deadline = time.time() + 10 * cowdtest.SLOW
+    while True:                          # the first listing's handler sees the close, frees its names
+        r = srv.get("/memlist/")
+        if r.status == 200 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    eq(r.status_line, OK, "the listing once the first reader is gone")
+    eq(r.body.count(b"<li><a href=\"mmm"), 2000, "entries")
+    log = srv.stderr()
+    eq(log.count("listing /memlist refused with 503"), 1, "lines about the refusals in %r" % log[-600:])
+
+
 @test("dir: slow readers of a big listing do not each hold the page in memory",
-      args=["--listing", "--threads", "64"])
+      args=["--listing", "--threads", "64", "--listing-memory", "64m"])
 def _(srv):
     # Before: the whole page was built in memory and held until sent: 40
     # slow readers of a 16 MB page took the worker to 450 MB.  The names
