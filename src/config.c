@@ -26,7 +26,7 @@ static void config_defaults(void)
     memset(&cfg, 0, sizeof cfg);
     cfg.index_name = "index.html";
     cfg.listing_max = 10000;
-    cfg.listing_memory = 16 * 1024 * 1024;  /* ~60 listings of 10000 names of ~16 bytes */
+    cfg.listing_memory = 16 * 1024 * 1024;  /* ~50 listings of 10000 names of ~16 bytes */
     cfg.log_level = LOG_INFO;
     cfg.threads = 256;
     cfg.stack_size = 64 * 1024;

@@ -201,23 +201,31 @@ static void mark_ready(unsigned s)
 
 /* The new worker of slot s cannot start after a SIGHUP: if the worker it was
  * to replace is still serving, that one takes the slot back.  A reload with a
- * broken configuration (say, the root gone) then changes nothing. */
+ * broken configuration (say, the root gone) then changes nothing.  Of several
+ * (a SIGHUP while the last one's worker was still starting), the newest: it
+ * has the later reload's MIME types, and the older is stopped once it serves.
+ * The first found in the table could be the oldest, which then stopped the
+ * newer and undid that reload. */
 static int restore_old(unsigned s, pid_t failed, const char *how)
 {
+    unsigned newest = n_old;
     for (unsigned i = 0; i < n_old; i++)
-        if (old[i].slot == s && !old[i].stopped) {
-            log_msg(LOG_ERROR, "SIGHUP: the new worker %ld (slot %u) %s before it was serving "
-                    "(see above); old worker %ld keeps serving", (long)failed, s, how,
-                    (long)old[i].pid);
-            slots[s].pid = old[i].pid;
-            slots[s].started = old[i].started;
-            slots[s].restart_at = 0;
-            slots[s].backoff = 0;
-            slots[s].ready = old[i].ready;  /* it may itself still be starting */
-            old[i] = old[--n_old];
-            return 1;
-        }
-    return 0;
+        if (old[i].slot == s && !old[i].stopped &&
+            (newest == n_old || old[i].started > old[newest].started))
+            newest = i;
+    if (newest == n_old)
+        return 0;
+    struct old_worker o = old[newest];
+    log_msg(LOG_ERROR, "SIGHUP: the new worker %ld (slot %u) %s before it was serving "
+            "(see above); old worker %ld keeps serving%s", (long)failed, s, how, (long)o.pid,
+            o.ready ? "" : " once it is ready");
+    slots[s].pid = o.pid;
+    slots[s].started = o.started;
+    slots[s].restart_at = 0;
+    slots[s].backoff = 0;
+    slots[s].ready = o.ready;           /* it may itself still be starting */
+    old[newest] = old[--n_old];
+    return 1;
 }
 
 static void read_ready_pipe(void)

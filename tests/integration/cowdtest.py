@@ -811,7 +811,8 @@ FAULT_SHIM_C = r"""
  * FAULT_PREAD_SCRAMBLE_SIZE bytes at offset 0 returns them all as '#' (a
  * copy torn by a write in progress); while the file
  * FAULT_SETGROUPS_FILE exists, setgroups() takes FAULT_SETGROUPS_SLEEP
- * seconds, then fails with EPERM (a worker slow to start, then failing);
+ * seconds, then fails with EPERM if the file is still there (a worker slow
+ * to start, then failing; or, with the file gone meanwhile, starting);
  * the first FAULT_ACCEPT_FAILS accept4() calls of a process fail with errno
  * FAULT_ACCEPT_ERRNO (a connection's pending network error); getpwnam() and
  * getgrnam() of the name FAULT_LOOKUP_NAME fail with errno FAULT_LOOKUP_ERRNO
@@ -981,8 +982,10 @@ int setgroups(size_t n, const gid_t *list)
     const char *marker = getenv("FAULT_SETGROUPS_FILE");
     if (marker != NULL && access(marker, F_OK) == 0) {
         sleep((unsigned)env_int("FAULT_SETGROUPS_SLEEP"));
-        errno = EPERM;
-        return -1;
+        if (access(marker, F_OK) == 0) {
+            errno = EPERM;
+            return -1;
+        }
     }
     return real(n, list);
 }

@@ -2492,6 +2492,46 @@ def _(shared):
             os.unlink(marker)
 
 
+# Two SIGHUPs, the second while the first one's worker was still starting,
+# then the second one's worker failing: the slot went back to the first old
+# worker found in the master's table, the oldest, which then stopped the
+# newer one once it served, undoing the first reload.  The newest takes it.
+@test("workers: a second SIGHUP's worker that fails hands the slot to the first SIGHUP's, not the oldest")
+def _(shared):
+    need_root()
+    readable_root(shared.root)
+    marker = tempfile.mktemp(prefix="cowd-slow-start-", dir=shared.root.tmp)
+    with cowdtest.preloaded_faults(shared.root.tmp, FAULT_SETGROUPS_FILE=marker, FAULT_SETGROUPS_SLEEP="5"):
+        srv = start(shared.root, ["--workers", "1"])
+    try:
+        first = workers_of(srv, 1)[0]
+        open(marker, "w").close()
+        t1 = time.time()
+        srv.proc.send_signal(signal.SIGHUP)          # its worker sleeps 5 s in setgroups
+        second = wait_for(lambda: [c for c in children(srv.proc.pid) if c != first], 2, "the second worker")[0]
+        time.sleep(max(0.0, t1 + 2.5 - time.time()))
+        srv.proc.send_signal(signal.SIGHUP)          # while the second still starts: its worker sleeps too
+        third = wait_for(lambda: [c for c in children(srv.proc.pid) if c not in (first, second)], 2,
+                         "the third worker")[0]
+        time.sleep(max(0.0, t1 + 3.5 - time.time()))
+        os.unlink(marker)                            # the second's setgroups, done at t1 + 5, goes on
+        time.sleep(max(0.0, t1 + 6.25 - time.time()))
+        open(marker, "w").close()                    # the third's, done at t1 + 7.5, fails
+        wait_for(lambda: "new worker %d (slot 0)" % third in error_log(srv), 10,
+                 "the third worker's failure (log: %s)" % error_log(srv)[-600:])
+        log = error_log(srv)
+        check("old worker %d keeps serving" % second in log,
+              "the slot went to the second worker %d, not the first %d: %s" % (second, first, log[-800:]))
+        wait_for(lambda: children(srv.proc.pid) == [second], 10 * cowdtest.SLOW,
+                 "the first worker stopped, the second serving (workers %s)" % children(srv.proc.pid))
+        eq(get_one(srv.port, "/hello.txt").body, HELLO, "served by the second worker")
+        eq(stop(srv), 0, "master exit status")
+    finally:
+        finish(srv)
+        if os.path.exists(marker):
+            os.unlink(marker)
+
+
 def start_failing_first(shared, args, stderr):
     """A master whose first worker takes 11 s to fail: (marker, process)."""
     marker, faults = slow_failing_start(shared)
