@@ -2457,12 +2457,18 @@ def _(shared):
 # all none was left to take the slot back; at a first start its failure was
 # taken for a crash and restarted for ever instead of ending the server.
 # The fault shim holds a worker's setgroups() 11 s, then fails it (exit 78).
-def slow_failing_start(shared):
+def slow_failing_start(shared, seconds=11):
     need_root()
     readable_root(shared.root)
     marker = tempfile.mktemp(prefix="cowd-slow-start-", dir=shared.root.tmp)
     return marker, cowdtest.preloaded_faults(shared.root.tmp, FAULT_SETGROUPS_FILE=marker,
-                                             FAULT_SETGROUPS_SLEEP="11")
+                                             FAULT_SETGROUPS_SLEEP=str(seconds))
+
+
+def finish_slow_start(srv, marker):
+    finish(srv)
+    if os.path.exists(marker):
+        os.unlink(marker)
 
 
 @test("workers: after SIGHUP, a new worker that takes 11 s to fail leaves the old one serving")
@@ -2487,9 +2493,7 @@ def _(shared):
         eq(get_one(srv.port, "/hello.txt").body, HELLO, "served after the failed reload")
         eq(stop(srv), 0, "master exit status")
     finally:
-        finish(srv)
-        if os.path.exists(marker):
-            os.unlink(marker)
+        finish_slow_start(srv, marker)
 
 
 # Two SIGHUPs, the second while the first one's worker was still starting,
@@ -2498,10 +2502,8 @@ def _(shared):
 # newer one once it served, undoing the first reload.  The newest takes it.
 @test("workers: a second SIGHUP's worker that fails hands the slot to the first SIGHUP's, not the oldest")
 def _(shared):
-    need_root()
-    readable_root(shared.root)
-    marker = tempfile.mktemp(prefix="cowd-slow-start-", dir=shared.root.tmp)
-    with cowdtest.preloaded_faults(shared.root.tmp, FAULT_SETGROUPS_FILE=marker, FAULT_SETGROUPS_SLEEP="5"):
+    marker, faults = slow_failing_start(shared, 5)
+    with faults:
         srv = start(shared.root, ["--workers", "1"])
     try:
         first = workers_of(srv, 1)[0]
@@ -2527,9 +2529,7 @@ def _(shared):
         eq(get_one(srv.port, "/hello.txt").body, HELLO, "served by the second worker")
         eq(stop(srv), 0, "master exit status")
     finally:
-        finish(srv)
-        if os.path.exists(marker):
-            os.unlink(marker)
+        finish_slow_start(srv, marker)
 
 
 def start_failing_first(shared, args, stderr):
