@@ -37,6 +37,7 @@ static int al_format = ACCESSLOG_COMBINED;
 static char *al_buf;
 static size_t al_len;
 static struct log_repeat al_write_failures;     /* disk full: say so, not per line */
+static size_t al_lost;              /* bytes of lines lost since the last line said so */
 
 static time_t al_second = -1;
 static char al_time[40];            /* "[10/Oct/2000:13:55:36 -0700]" */
@@ -98,13 +99,33 @@ static size_t write_all(const char *p, size_t n)
     return done;
 }
 
-/* A flush that failed: lost bytes of lines are dropped (errno: why). */
+/* A flush that failed: lost bytes of lines are dropped (errno: why).  The
+ * line a minute tells of every failure and byte since the last one. */
 static void report_lost(size_t lost)
 {
+    al_lost += lost;
     unsigned long failed = log_repeat_failed(&al_write_failures);
-    if (failed > 0)
-        log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost (failed writes "
-                  "since last logged: %lu)", al_path, lost, failed);
+    if (failed > 0) {
+        log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost in %lu "
+                  "failed writes since last logged", al_path, al_lost, failed);
+        al_lost = 0;
+    }
+}
+
+/* After a flush that went out whole: the failures no line has told of yet
+ * (a full disk that was freed within the minute), once the minute is up,
+ * or at once when the worker stops (no later flush would tell them). */
+static void report_unsaid(int stopping)
+{
+    unsigned long unsaid = stopping ? al_write_failures.times
+                                    : log_repeat_recovered(&al_write_failures);
+    if (unsaid == 0)
+        return;
+    log_msg(LOG_ERROR, "access log %s: %zu bytes of log lines lost in %lu failed writes "
+            "since last logged%s", al_path, al_lost, unsaid,
+            stopping ? " (at exit)" : "; writing again");
+    al_lost = 0;
+    al_write_failures.times = 0;
 }
 
 /* The longest run of whole lines from p (n bytes) that fits in max bytes,
@@ -154,11 +175,19 @@ void accesslog_flush(void)
              * write could only land after a cut line */
             report_lost(al_len - off - w);
             al_cut = w > 0 && al_buf[off + w - 1] != '\n';
-            break;
+            al_len = 0;
+            return;
         }
         off += n;
     }
     al_len = 0;
+    report_unsaid(0);
+}
+
+void accesslog_stop(void)
+{
+    accesslog_flush();
+    report_unsaid(1);
 }
 
 int accesslog_reopen(void)

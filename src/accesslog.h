@@ -39,6 +39,9 @@ int accesslog_reopen(void);
 int accesslog_start(void);
 /* Writes out the pending lines. */
 void accesslog_flush(void);
+/* Worker, stopping: writes out the pending lines and tells of lines lost
+ * that the line-a-minute rule has not told of yet. */
+void accesslog_stop(void);
 
 /* Request path: mark = accesslog_mark(c) before the response is produced,
  * accesslog_request(c, req, mark) after it; the byte count is what the
@@ -64,6 +67,7 @@ static inline int accesslog_reachable(void) { return 0; }
 static inline int accesslog_reopen(void) { return 0; }
 static inline int accesslog_start(void) { return 0; }
 static inline void accesslog_flush(void) { }
+static inline void accesslog_stop(void) { }
 static inline uint64_t accesslog_mark(const struct conn *c) { (void)c; return 0; }
 static inline void accesslog_request(const struct conn *c, const struct http_request *req,
                                      uint64_t mark)

@@ -262,10 +262,14 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
     enum chunked_result r = chunked_feed(&cs, c->in + c->in_start, c->in_end - c->in_start,
                                          &consumed, &data);
     c->in_start += consumed;
+    /* The cap is on the body as sent, framing included: chunk sizes may be
+     * padded with zeros and carry extensions, 22 bytes read for one of data */
+    uint64_t wire = consumed;
     for (;;) {
         if (r == CHUNKED_ERROR)
             return 400;
-        if (chunked_announced(&cs) > cfg.max_body_discard)   /* refuse what is merely promised, too */
+        if (chunked_announced(&cs) > cfg.max_body_discard   /* refuse what is merely promised, too */
+            || wire > cfg.max_body_discard)
             return 413;
         if (r == CHUNKED_DONE)
             return 0;
@@ -277,6 +281,7 @@ int conn_discard_body(struct conn *c, const struct http_request *req)
         r = chunked_feed(&cs, c->scratch, (size_t)n, &consumed, &data);
         if (r == CHUNKED_ERROR)
             return 400;
+        wire += consumed;
         while (consumed > 0) {
             ssize_t got = body_recv(c, consumed, 0);
             if (got <= 0)

@@ -367,7 +367,8 @@ static void restart_workers(void)
         return;
     }
     if (n_old + cfg.workers > old_cap) {
-        log_msg(LOG_ERROR, "SIGHUP: %u old workers are still stopping; try again later", n_old);
+        log_msg(LOG_ERROR, "SIGHUP refused: %u old workers still run (finishing, or started by "
+                "an earlier SIGHUP and never serving); a reload is possible once they end", n_old);
         return;
     }
     log_msg(LOG_INFO, "SIGHUP: starting new workers; each old one stops gracefully once its "

@@ -64,7 +64,7 @@ static void worker_exit(void)
 {
     unsigned long accepted, empty;
     acceptor_stats(&accepted, &empty);
-    accesslog_flush();
+    accesslog_stop();
     log_msg(LOG_INFO, "worker exiting: %lu connections accepted, %lu empty accept wake-ups",
             accepted, empty);
     exit(EXIT_SUCCESS);

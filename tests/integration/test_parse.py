@@ -286,6 +286,21 @@ def _(srv):
                  "HTTP/1.1 413 Content Too Large")
 
 
+# The cap counted only a chunked body's data: sizes padded with zeros
+# (16 of them per chunk) had cowd read 22 bytes for each byte counted.
+@test("framing: a chunked body's framing counts against --max-body-discard, its data under it",
+      args=["--max-body-discard", "4k"])
+def _(srv):
+    padded = b"00000000000000001\r\nx\r\n" * 1000 + b"0\r\n\r\n"     # 22 KB sent, 1,000 data bytes
+    expect_error(srv, request("GET", "/hello.txt", ["Transfer-Encoding: chunked"], body=padded),
+                 "HTTP/1.1 413 Content Too Large")
+    plain = b"3e8\r\n" + b"x" * 1000 + b"\r\n0\r\n\r\n"
+    with srv.conn() as c:
+        c.send(request("GET", "/n1.txt", ["Transfer-Encoding: chunked"], body=plain) + request("GET", "/n2.txt"))
+        eq(c.response().body, NUMBERED[1], "a body under the cap: discarded, answered")
+        eq(c.response().body, NUMBERED[2], "the request after it")
+
+
 @test("expect: 100-continue with a body gets 100 then the final response")
 def _(srv):
     with srv.conn() as c:

@@ -956,6 +956,41 @@ def _(shared):
         finish(srv)
 
 
+LOST_RE = re.compile(r"access log \S+: (?:write, )?(\d+) bytes of log lines lost "
+                     r"(?:in (\d+) failed writes|\(failed writes since last logged: (\d+)\))")
+
+
+# The line a minute about a full log counted only the bytes of the flush it
+# fell on, and the failures after it within the minute were never told when
+# the worker stopped (or when the disk was freed within the minute).
+@test("workers: an access log's lost lines are all told, bytes and failed writes, by the time "
+      "the worker stops", needs=["--access-log"])
+def _(shared):
+    limit = 4096
+    srv, path = start_with_file_limit(shared, "access-lost.log", limit)
+    try:
+        batches = [("fill", 60)] + [("full", 5)] * 3
+        cut_a_line(srv, path, limit)        # the first failure: told at once
+        for tag, n in batches[1:]:
+            log_batch(srv, tag, n)          # three more flushes within the minute, all lost
+        eq(stop(srv), 0, "master exit status")
+        with open(path, "rb") as f:
+            data = f.read()
+        template = data[:data.index(b"\n") + 1]
+        check(b"?fill=0 " in template, "the first line is fill=0's: %r" % template)
+        base = len(template) - len("fill=0")
+        written = sum(base + len("%s=%d" % (tag, i)) for tag, n in batches for i in range(n))
+        told = [m.groups() for m in LOST_RE.finditer(error_log(srv))]
+        check(told, "no line tells of lost lines: %r" % error_log(srv)[-500:])
+        eq(sum(int(b) for b, _, _ in told), written - len(data),
+           "bytes of log lines told lost (lines %r)" % told)
+        failures = sum(int(f1 or f2) for _, f1, f2 in told)
+        check(failures >= len(batches), "failed writes told: %d, fewer than the %d flushes that "
+              "failed (lines %r)" % (failures, len(batches), told))
+    finally:
+        finish(srv)
+
+
 # A SIGUSR1 once the disk had room again, the log not renamed (the same
 # file reopened): the reopen wrote out the buffer, which was empty, so the
 # newline that ends the cut line was never written, and the reopen forgot
