@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ static int al_format = ACCESSLOG_COMBINED;
 static char *al_buf;
 static size_t al_len;
 static struct log_repeat al_write_failures;     /* disk full: say so, not per line */
-static size_t al_lost;              /* bytes of lines lost since the last line said so */
+static uint64_t al_lost;            /* bytes of lines lost since the last line said so */
 
 static time_t al_second = -1;
 static char al_time[40];            /* "[10/Oct/2000:13:55:36 -0700]" */
@@ -106,8 +107,8 @@ static void report_lost(size_t lost)
     al_lost += lost;
     unsigned long failed = log_repeat_failed(&al_write_failures);
     if (failed > 0) {
-        log_errno(LOG_ERROR, "access log %s: write, %zu bytes of log lines lost in %lu "
-                  "failed writes since last logged", al_path, al_lost, failed);
+        log_errno(LOG_ERROR, "access log %s: write, %" PRIu64 " bytes of log lines lost, "
+                  "failed writes: %lu since the last report", al_path, al_lost, failed);
         al_lost = 0;
     }
 }
@@ -121,8 +122,8 @@ static void report_unsaid(int stopping)
                                     : log_repeat_recovered(&al_write_failures);
     if (unsaid == 0)
         return;
-    log_msg(LOG_ERROR, "access log %s: %zu bytes of log lines lost in %lu failed writes "
-            "since last logged%s", al_path, al_lost, unsaid,
+    log_msg(LOG_ERROR, "access log %s: %" PRIu64 " bytes of log lines lost, failed writes: "
+            "%lu since the last report%s", al_path, al_lost, unsaid,
             stopping ? " (at exit)" : "; writing again");
     al_lost = 0;
     al_write_failures.times = 0;

@@ -956,8 +956,8 @@ def _(shared):
         finish(srv)
 
 
-LOST_RE = re.compile(r"access log \S+: (?:write, )?(\d+) bytes of log lines lost "
-                     r"(?:in (\d+) failed writes|\(failed writes since last logged: (\d+)\))")
+LOST_RE = re.compile(r"access log \S+: (?:write, )?(\d+) bytes of log lines lost"
+                     r"(?:, failed writes: (\d+) since the last report| \(failed writes since last logged: (\d+)\))")
 
 
 # The line a minute about a full log counted only the bytes of the flush it
@@ -980,6 +980,8 @@ def _(shared):
         check(b"?fill=0 " in template, "the first line is fill=0's: %r" % template)
         base = len(template) - len("fill=0")
         written = sum(base + len("%s=%d" % (tag, i)) for tag, n in batches for i in range(n))
+        check("worker exiting" in error_log(srv), "the error log (%d bytes, under the same file size "
+              "limit) lacks the worker's last line: %r" % (len(error_log(srv)), error_log(srv)[-300:]))
         told = [m.groups() for m in LOST_RE.finditer(error_log(srv))]
         check(told, "no line tells of lost lines: %r" % error_log(srv)[-500:])
         eq(sum(int(b) for b, _, _ in told), written - len(data),
