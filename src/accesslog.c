@@ -118,7 +118,7 @@ static void report_lost(size_t lost)
  * or at once when the worker stops (no later flush would tell them). */
 static void report_unsaid(int stopping)
 {
-    unsigned long unsaid = stopping ? al_write_failures.times
+    unsigned long unsaid = stopping ? log_repeat_untold(&al_write_failures)
                                     : log_repeat_recovered(&al_write_failures);
     if (unsaid == 0)
         return;
@@ -126,7 +126,6 @@ static void report_unsaid(int stopping)
             "%lu since the last report%s", al_path, al_lost, unsaid,
             stopping ? " (at exit)" : "; writing again");
     al_lost = 0;
-    al_write_failures.times = 0;
 }
 
 /* The longest run of whole lines from p (n bytes) that fits in max bytes,

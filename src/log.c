@@ -428,6 +428,13 @@ unsigned long log_repeat_recovered(struct log_repeat *r)
     return r->times > 0 ? repeat_due(r) : 0;
 }
 
+unsigned long log_repeat_untold(struct log_repeat *r)
+{
+    unsigned long n = r->times;
+    r->times = 0;
+    return n;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     va_list ap;

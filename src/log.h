@@ -77,6 +77,9 @@ unsigned long log_repeat_failed(struct log_repeat *r);
  * passed since the last line (so a burst that ended is told once, and a
  * cause that comes and goes costs a line a minute), else 0. */
 unsigned long log_repeat_recovered(struct log_repeat *r);
+/* At the end (a worker stopping): the failures no line has told of yet,
+ * however recent the last line; 0 if none. */
+unsigned long log_repeat_untold(struct log_repeat *r);
 
 /* log_msg: printf-style.  log_errno: appends ": strerror(errno)" (errno saved
  * on entry), like err(3).  Both write one whole line with one write(2). */
