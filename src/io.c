@@ -297,6 +297,9 @@ int io_writev_all(struct io_waiter *w, int fd, struct iovec *iov, int iovcnt,
         if (iovcnt > 0) {
             iov->iov_base = (char *)iov->iov_base + n;
             iov->iov_len -= (size_t)n;
+            /* a client reading as fast as we send never makes us wait:
+             * a body sent from memory lets the others run every IO_RUN */
+            io_run_add(w, 0);
         }
     }
     return 0;
@@ -367,11 +370,14 @@ int io_sendfile_all(struct io_waiter *w, int fd, int file_fd, off_t *offset, uin
         have_deadline = 0;
         count_sent(w, (size_t)n);
         /* the socket took a whole chunk and more is due: let the others run
-         * first (a shorter send means the buffer is full, and the wait for
-         * room that follows lets them run anyway) */
+         * first.  A shorter send usually means the buffer is full and a wait
+         * for room follows; a reader fast enough that none does is caught
+         * by the run count. */
         if ((size_t)n == want && want < len) {
             w->run = 0;
             pth_yield(NULL);
+        } else if ((uint64_t)n < len) {
+            io_run_add(w, 0);   /* short sends that never wait count too */
         }
         len -= (uint64_t)n;
     }

@@ -62,6 +62,32 @@ static void raise_fd_limit(void)
                 (unsigned long long)rl.rlim_cur, cfg.max_connections);
 }
 
+/* Each handler stack is two memory mappings (the stack and its guard page:
+ * depot.c), and Linux caps a process's mappings at vm.max_map_count (65530
+ * by default).  Past it the stacks lose their guard pages and the worker
+ * then fails to start a thread of its own with ENOMEM, far from the cause:
+ * refuse to start instead, saying which limit.  The margin leaves room for
+ * the worker's other mappings (libraries, large allocations). */
+#define MAP_COUNT_MARGIN 1024
+static int check_map_count(void)
+{
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+    if (f == NULL)
+        return 0;                       /* not Linux, or no /proc: nothing to check */
+    long max_maps = 0;
+    int got = fscanf(f, "%ld", &max_maps);
+    fclose(f);
+    unsigned long need = 2UL * cfg.threads + MAP_COUNT_MARGIN;
+    if (got != 1 || max_maps <= 0 || need <= (unsigned long)max_maps)
+        return 0;
+    long most = (max_maps - MAP_COUNT_MARGIN) / 2;
+    log_msg(LOG_ERROR, "--threads %u needs about %lu memory mappings per worker (two per handler "
+            "stack: the stack and its guard page), above vm.max_map_count (%ld): lower --threads "
+            "to %ld or less, or raise vm.max_map_count (sysctl)",
+            cfg.threads, need, max_maps, most > 0 ? most : 0);
+    return -1;
+}
+
 /* Paths are reopened later (SIGUSR1, SIGHUP) after --daemon's chdir("/"). */
 static const char *absolute(const char *path)
 {
@@ -167,6 +193,8 @@ int main(int argc, char **argv)
     /* a second start of a running server: said before its logs are given
      * away again or its address is found in use */
     if (cfg.pid_file != NULL && daemon_check_pid_file(cfg.pid_file) < 0)
+        return EXIT_FAILURE;
+    if (check_map_count() < 0)
         return EXIT_FAILURE;
     struct privileges priv;
     if (privileges_resolve(&priv) < 0)

@@ -75,6 +75,7 @@ static struct {
     struct depot *depot;
     struct slot *slots;
     unsigned n_slots, n_parked;
+    unsigned n_fresh;           /* slots[n_fresh..] never used: untouched, so not resident */
     size_t second_mask;         /* the tables' size less one (a power of two, >= 63) */
     struct slot *free_list;
     struct fifo lists[PARK_LISTS];
@@ -337,11 +338,6 @@ int park_init(struct depot *d, unsigned slots, unsigned longest_timeout)
         return -1;
     }
 #endif
-    for (unsigned i = slots; i-- > 0;) {
-        lot.slots[i].conn.fd = -1;
-        lot.slots[i].next = lot.free_list;
-        lot.free_list = &lot.slots[i];
-    }
     lot.tid = spawn_detached("park", 0, park_main, NULL);
     if (lot.tid == NULL) {
         log_errno(LOG_ERROR, "park: cannot spawn the park thread");
@@ -448,10 +444,25 @@ static void arm_refused(int fd)
 }
 #endif
 
+/* The free list holds slots given back; a slot never used is taken from
+ * the array's untouched end only when that list is empty, so a worker's
+ * memory grows with the most connections it has parked at once, not with
+ * --max-connections (calloc'd pages stay unmapped until written). */
+static struct slot *free_slot(void)
+{
+    if (lot.free_list == NULL && lot.n_fresh < lot.n_slots) {
+        struct slot *s = &lot.slots[lot.n_fresh++];
+        s->conn.fd = -1;
+        s->next = NULL;
+        lot.free_list = s;
+    }
+    return lot.free_list;
+}
+
 int park_connection(const struct depot_conn *conn, unsigned timeout)
 {
     struct fifo *f;
-    if (lot.tid == NULL || lot.free_list == NULL || (f = fifo_for(timeout)) == NULL)
+    if (lot.tid == NULL || free_slot() == NULL || (f = fifo_for(timeout)) == NULL)
         return -1;
     struct slot *s = lot.free_list;
 #ifdef PARK_EPOLL

@@ -12,6 +12,7 @@ that the server is still running and has not printed a sanitizer report, and
 fails the test (and restarts the server) otherwise.
 """
 
+import calendar
 import errno
 import os
 import random
@@ -370,6 +371,10 @@ def check_common(r):
     d = r.all("Date")
     check(len(d) == 1, "%s: want one Date header, got %r" % (r.status_line, d))
     check(IMF_FIXDATE.match(d[0]) is not None, "Date not IMF-fixdate: %r" % d[0])
+    # the server's clock to the second, read when the reply was made: not
+    # ahead of ours, and behind by no more than the reply took to come
+    age = time.time() - calendar.timegm(time.strptime(d[0], "%a, %d %b %Y %H:%M:%S GMT"))
+    check(-2 <= age <= 10 * SLOW, "Date %r is %.1f s from this clock" % (d[0], -age))
     s = r.all("Server")
     check(len(s) == 1 and s[0], "%s: want one Server header, got %r" % (r.status_line, s))
     eq(r.version, "HTTP/1.1", "response version")
@@ -425,6 +430,22 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSani
 
 # the master process (if any) logs a worker that crashed and was restarted
 WORKER_DIED = re.compile(r"worker \d+ \(slot \d+\) [^\n]*(restarting it|giving up)[^\n]*")
+
+
+def worker_to_measure(srv):
+    """The pid of the server's worker (or the server), whose memory a test
+    reads in /proc/PID/status; skips the test where that would measure
+    something else: a wrapper's memory, AddressSanitizer's quarantine."""
+    if WRAPPER:
+        raise TestSkip("the server's memory is the wrapper's (%s) to account" % WRAPPER[0])
+    with open(COWD, "rb") as f:
+        if b"__asan_init" in f.read():
+            raise TestSkip("AddressSanitizer holds freed memory in quarantine")
+    workers = srv.children()
+    pid = workers[0] if workers else srv.proc.pid
+    if not os.path.exists("/proc/%d/status" % pid):
+        raise TestSkip("no /proc here")
+    return pid
 
 
 def proc_status(pid, field):

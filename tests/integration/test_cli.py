@@ -179,6 +179,37 @@ def _(srv):
     check(d in err and "Is a directory" in err, "the error names the directory and why: %r" % err[-300:])
 
 
+# Two mappings per handler stack (the stack, its guard page): past
+# vm.max_map_count the stacks lost their guard pages with a warning and the
+# worker then failed to start a thread with ENOMEM ("cannot start the cache
+# sweep thread: Cannot allocate memory"), the master giving up after it.
+@test("cli: --threads needing more memory mappings than vm.max_map_count is refused at start, naming it")
+def _(srv):
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            max_maps = int(f.read())
+    except OSError:
+        raise TestSkip("no /proc/sys/vm/max_map_count here")
+    threads = (max_maps - 1024) // 2 + 1
+    if threads > 100000:
+        raise TestSkip("vm.max_map_count %d allows more than --threads' cap" % max_maps)
+    p = subprocess.Popen([COWD, "--listen", "127.0.0.1:%d" % free_port(), "--root", srv.root_dir,
+                          "--foreground", "--threads", str(threads)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        out, err = p.communicate(timeout=20)
+        raise TestFailure("--threads %d (vm.max_map_count %d) still running after 10 s: %r"
+                          % (threads, max_maps, err[-600:]))
+    check(p.returncode != 0, "exit status 0 with --threads %d" % threads)
+    check("--threads %d" % threads in err and "vm.max_map_count (%d)" % max_maps in err
+          and "lower --threads to %d or less" % (threads - 1) in err,
+          "the error names --threads, the limit and the most it allows: %r" % err[-600:])
+    check(re.search(r"worker \d+ started", err) is None, "refused before any worker started: %r" % err[-600:])
+
+
 @test("cli: a bad flag or value prints one line naming it and exits non-zero")
 def _(srv):
     cases = [

@@ -290,23 +290,35 @@ def _(srv):
     # In the libevent build libevent itself exits (status 1) when it cannot
     # set up, and the master restarted such a worker for ever; in the
     # sanitizer build LeakSanitizer's exit check fails the same way.
+    served_at = None
     for limit in range(8, 41):
-        ports = (free_port(), free_port())
-        proc, err = start_with_nofile(limit, ports, srv.root_dir)
-        outcome = None
-        try:
-            deadline = time.time() + 10 * SLOW
-            while outcome is None and time.time() < deadline:
-                if proc.poll() is not None:
-                    outcome = "stopped"
-                    break
-                statuses = [status_on(p, 1.0 * SLOW) for p in ports]
-                if all(st in (200, 503) for st in statuses):
-                    outcome = "serving"
-                    break
-                time.sleep(0.05)
-        finally:
-            log = stop_and_read(proc, err)
+        for attempt in range(3):
+            ports = (free_port(), free_port())
+            proc, err = start_with_nofile(limit, ports, srv.root_dir)
+            outcome = None
+            try:
+                deadline = time.time() + 10 * SLOW
+                while outcome is None and time.time() < deadline:
+                    if proc.poll() is not None:
+                        outcome = "stopped"
+                        break
+                    statuses = [status_on(p, 1.0 * SLOW) for p in ports]
+                    if all(st in (200, 503) for st in statuses):
+                        outcome = "serving"
+                        break
+                    time.sleep(0.05)
+            finally:
+                log = stop_and_read(proc, err)
+            # a port taken by someone else between free_port() and the bind
+            # is not this test's outcome: try again on others
+            if not (outcome == "stopped" and "Address already in use" in log):
+                break
+        # more descriptors never make cowd stop where fewer let it serve
+        if outcome == "serving" and served_at is None:
+            served_at = limit
+        check(not (outcome == "stopped" and served_at is not None),
+              "limit %d: stopped, where it served on both listeners from limit %d; log: %s"
+              % (limit, served_at or 0, log[-800:]))
         for mark in SANITIZER_MARKS:
             check(mark not in log, "sanitizer report at limit %d: %s" % (limit, log[-1500:]))
         check(outcome is not None,
@@ -320,6 +332,8 @@ def _(srv):
             check(re.search(r"warn: the descriptor limit of %d is below --max-connections (16384|960) "
                             % limit, log) is not None,
                   "limit %d: no warning that --max-connections exceeds it: %s" % (limit, log[-800:]))
+    if not WRAPPER:     # valgrind keeps descriptors of the limit for itself
+        check(served_at is not None, "served under none of the limits 8-40")
 
 
 @test("exhaustion: the start-up warning about the descriptor limit names the real shortfall only")

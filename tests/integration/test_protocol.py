@@ -1,5 +1,6 @@
 """Persistent connections, pipelining, common response headers, OPTIONS."""
 
+import calendar
 import select
 import socket
 import struct
@@ -212,6 +213,28 @@ def _(srv):
     eq(r.status_line, "HTTP/1.1 404 Not Found", "HEAD 404")
     eq(r.get("Content-Length"), str(len(got.body)), "HEAD of an error keeps the GET's Content-Length")
     eq(r.body, b"", "HEAD error body")
+
+
+# The Date text is cached and rebuilt when the second changes; a cache that
+# was never rebuilt (or rebuilt from a stale clock) would pass every other
+# test that ran within a few seconds of the server's start.
+@test("common: Date follows the clock on a long-lived connection, to the second")
+def _(srv):
+    def date_of(r):
+        return calendar.timegm(time.strptime(r.get("Date"), "%a, %d %b %Y %H:%M:%S GMT"))
+    with srv.conn() as c:
+        dates = []
+        for i in range(3):
+            if i:
+                time.sleep(1.2)
+            c.send(request("GET", "/hello.txt"))
+            r = c.response()
+            now = time.time()
+            eq(r.status_line, "HTTP/1.1 200 OK", "request %d" % i)
+            dates.append(date_of(r))
+            check(0 <= now - dates[-1] < 2 * SLOW, "request %d: Date %r, %.2f s behind this clock"
+                  % (i, r.get("Date"), now - dates[-1]))
+        check(dates[0] < dates[1] < dates[2], "Date values 1.2 s apart: %r" % dates)
 
 
 @test("common: error page body is exact html with matching length")

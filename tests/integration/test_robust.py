@@ -414,6 +414,51 @@ def _(srv):
         raise TestSkip("the pipeline took %.2f s: too quick here to tell a stall" % took)
 
 
+# A body sent from the file cache's memory (files under --sendfile-min) went
+# out in one loop of sends: with a client reading as fast as it came, no
+# send ever waited, and the worker's other connections waited for the whole
+# body (a 190 MB file under --sendfile-min 256m: 77-146 ms).  Sendfile's
+# chunks, received bodies and pipelined requests already let them run.
+@test("robust: a fast client's download of a large file from the cache's memory does not hold up "
+      "the worker's other connections",
+      args=["--sendfile-min", "1024m", "--cache-size", "1024m", "--max-keepalive-requests", "100000"])
+def _(srv):
+    size = (32 if SLOW > 1 else 512) * 1024 * 1024
+    with open(os.path.join(srv.root.path, "inmem.bin"), "wb") as f:
+        f.truncate(size)
+    a = srv.conn(timeout=120 * SLOW)
+    buf = bytearray(4 << 20)
+
+    def download():
+        a.sock.sendall(request("GET", "/inmem.bin"))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            k = a.sock.recv_into(buf)
+            if k == 0:
+                return "closed in the head"
+            head += bytes(buf[:k])
+        head, _, got = head.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200 OK\r\n"):
+            return head[:200]
+        left = size - len(got)
+        while left > 0:
+            k = a.sock.recv_into(buf, min(left, len(buf)))
+            if k == 0:
+                return "closed with %d bytes to go" % left
+            left -= k
+        return 200
+    eq(download(), 200, "the first download (the file is copied into the cache)")
+    worst, served, took, status = worst_wait_meanwhile(srv, download)
+    a.close()
+    eq(status, 200, "the second download, from the cache's memory")
+    limit = max(0.05 * SLOW, took / 4)
+    check(worst < limit, "the other client waited %.3f s (%d requests) while the %d MB body took %.3f s"
+          % (worst, served, size >> 20, took))
+    srv.assert_alive()
+    if took < 2 * limit:
+        raise TestSkip("the body took %.3f s: too quick here to tell a stall" % took)
+
+
 @test("robust: a 400 after a discarded body reaches a client whose next request came with the body's end")
 def _(srv):
     # The body is read exactly, so the next request stays in the kernel; a

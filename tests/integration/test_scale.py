@@ -147,6 +147,35 @@ def _(srv):
             s.close()
 
 
+# The parking lot's slots (about 240 bytes each, one per --max-connections)
+# were all written at start: --max-connections 1000000 cost each worker
+# 240 MB before its first client.  Now a slot is first written when a
+# connection first needs it.
+@test("scale: a large --max-connections costs a worker memory only for the connections it parks",
+      ["--max-connections", "1000000", "--keepalive-timeout", "60"])
+def _(srv):
+    from cowdtest import proc_status, worker_to_measure
+    pid = worker_to_measure(srv)
+    socks = []
+    try:
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            socks.append(s)
+            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "connection served")
+        time.sleep(2.5)     # past the park delay (1 s): all 300 are parked
+        rss = proc_status(pid, "VmRSS")
+        check(rss < 64 * 1024, "worker RSS %d KB with --max-connections 1000000 and 300 idle "
+              "connections (slots for all would be about 240 MB)" % rss)
+        for s in socks[::3]:
+            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "parked connection served again")
+        time.sleep(2.5)     # parked again, in slots given back and reused
+        for s in socks:
+            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "connection served after a second park")
+    finally:
+        for s in socks:
+            s.close()
+
+
 @test("scale: SIGTERM while thousands of parked connections wake at once: the worker exits")
 def _(srv):
     # Regression: a parked connection waking while the handler pool's
