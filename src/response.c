@@ -38,7 +38,7 @@ const char *response_reason(int status)
 int response_begin(struct conn *c, const struct http_request *req, int status)
 {
     struct buff *b = &c->out;
-    char line[64];
+    char line[96];
     const char *reason = response_reason(status);
     size_t rlen = strlen(reason);
 
@@ -50,8 +50,11 @@ int response_begin(struct conn *c, const struct http_request *req, int status)
     line[12] = ' ';
     memcpy(line + 13, reason, rlen);
     memcpy(line + 13 + rlen, "\r\nDate: ", 8);
-    buff_write(b, line, 13 + rlen + 8);
-    buff_write(b, date_cache_now(), 29);
+    /* copied here, not written from the worker's shared text: a write that
+     * fills the buffer flushes half of it first, and a flush that waits lets
+     * other connections run, one of which may rebuild the text */
+    memcpy(line + 13 + rlen + 8, date_cache_now(), 29);
+    buff_write(b, line, 13 + rlen + 8 + 29);
     buff_puts(b, "\r\nServer: " COWD_SERVER_NAME "\r\n");
     if (c->close_after)
         buff_puts(b, "Connection: close\r\n");

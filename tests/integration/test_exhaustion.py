@@ -332,8 +332,7 @@ def _(srv):
             check(re.search(r"warn: the descriptor limit of %d is below --max-connections (16384|960) "
                             % limit, log) is not None,
                   "limit %d: no warning that --max-connections exceeds it: %s" % (limit, log[-800:]))
-    if not WRAPPER:     # valgrind keeps descriptors of the limit for itself
-        check(served_at is not None, "served under none of the limits 8-40")
+    check(served_at is not None, "served under none of the limits 8-40")
 
 
 @test("exhaustion: the start-up warning about the descriptor limit names the real shortfall only")

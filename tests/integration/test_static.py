@@ -880,6 +880,20 @@ def _(srv):
         eq(r.get("Location"), "/dir/?" + want, "Location for ?" + query)
 
 
+@test("dir: a redirect whose Location would pass 64 KiB gets 414, a shorter one 301, whatever --max-uri",
+      args=["--max-uri", "1000000", "--max-header-size", "1048576"])
+def _(srv):
+    # "/dir/?" and the query: 6 + 65,529 bytes fit the 64 KiB, with its NUL
+    for qlen, status in ((60000, "301 Moved Permanently"), (65529, "301 Moved Permanently"),
+                         (65530, "414 URI Too Long"), (200000, "414 URI Too Long")):
+        with srv.conn(timeout=10 * cowdtest.SLOW) as c:
+            c.send(request("GET", "/dir?" + "q" * qlen, ["Connection: close"]))
+            r = c.response()
+        eq(r.status_line, "HTTP/1.1 " + status, "a query of %d bytes" % qlen)
+        if status.startswith("301"):
+            eq(r.get("Location"), "/dir/?" + "q" * qlen, "Location with a query of %d bytes" % qlen)
+
+
 @test("dir: redirect Location is the normalized path, never '//host/'")
 def _(srv):
     for target, loc in (("//dir", "/dir/"), ("http://x//dir?q", "/dir/?q"), ("//noindex//sub", "/noindex/sub/"),
