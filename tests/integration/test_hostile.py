@@ -81,6 +81,41 @@ def check_not_injected(r, case):
         check("\x00" not in value, "%s: NUL in response header %s" % (case["id"], name))
 
 
+
+def check_body(r, spec, files, what):
+    """spec: FILE, the whole file of the test root, or FILE[A:B], those bytes of it."""
+    m = re.match(r"^([^\[]+)(?:\[(\d+):(\d+)\])?$", spec)
+    want = files[m.group(1)]
+    if m.group(2) is not None:
+        want = want[int(m.group(2)):int(m.group(3))]
+    eq(r.body, want, "%s (%s)" % (what, spec))
+
+
+def check_parts(r, spec, files, what):
+    """spec: FILE:N, a multipart/byteranges body of N parts, each the bytes of
+    FILE its Content-Range names, and the closing delimiter last."""
+    name, count = spec.rsplit(":", 1)
+    ctype = r.get("Content-Type") or ""
+    m = re.match(r"^multipart/byteranges; boundary=(\S+)$", ctype)
+    check(m is not None, "%s: Content-Type %r" % (what, ctype))
+    sep = b"\r\n--" + m.group(1).encode()
+    body = r.body
+    check(body.startswith(sep[2:]) or body.startswith(sep), "%s: body does not begin with the boundary" % what)
+    chunks = (b"\r\n" + body if not body.startswith(b"\r\n") else body).split(sep)
+    eq(chunks[0], b"", "%s: bytes before the first boundary" % what)
+    eq(chunks[-1], b"--\r\n", "%s: closing delimiter" % what)
+    parts = chunks[1:-1]
+    eq(len(parts), int(count), "%s: parts" % what)
+    data = files[name]
+    for k, part in enumerate(parts):
+        head, _, got = part.partition(b"\r\n\r\n")
+        cr = re.search(rb"\r\nContent-Range: bytes (\d+)-(\d+)/(\d+)", head)
+        check(cr is not None, "%s: part %d has no Content-Range: %r" % (what, k + 1, head))
+        first, last, total = (int(x) for x in cr.groups())
+        eq(total, len(data), "%s: part %d total" % (what, k + 1))
+        eq(got, data[first:last + 1], "%s: part %d bytes %d-%d" % (what, k + 1, first, last))
+
+
 def run_case(srv, case):
     files = srv.root.files
     with srv.conn(timeout=10) as c:
@@ -95,7 +130,9 @@ def run_case(srv, case):
             eq(r.status_line, want, "%s: response %d status" % (case["id"], i + 1))
             check_not_injected(r, case)
             if spec.startswith("="):
-                eq(r.body, files[spec[1:]], "%s: response %d body (%s)" % (case["id"], i + 1, spec[1:]))
+                check_body(r, spec[1:], files, "%s: response %d body" % (case["id"], i + 1))
+            elif spec.startswith("parts:"):
+                check_parts(r, spec[6:], files, "%s: response %d" % (case["id"], i + 1))
             if i == 0 and case["headers"] != "-":
                 for h in case["headers"].split(" | "):
                     name, value = h.split(": ", 1)
