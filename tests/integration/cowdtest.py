@@ -365,6 +365,11 @@ class Conn:
         self.close()
 
 
+def imf_fixdate_seconds(text):
+    """Seconds since the epoch of an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT")."""
+    return calendar.timegm(time.strptime(text, "%a, %d %b %Y %H:%M:%S GMT"))
+
+
 def check_common(r):
     """Properties of every final response: Date (IMF-fixdate), Server, and
     error pages with a small text/html body of the announced length."""
@@ -373,7 +378,7 @@ def check_common(r):
     check(IMF_FIXDATE.match(d[0]) is not None, "Date not IMF-fixdate: %r" % d[0])
     # the server's clock to the second, read when the reply was made: not
     # ahead of ours, and behind by no more than the reply took to come
-    age = time.time() - calendar.timegm(time.strptime(d[0], "%a, %d %b %Y %H:%M:%S GMT"))
+    age = time.time() - imf_fixdate_seconds(d[0])
     check(-2 <= age <= 10 * SLOW, "Date %r is %.1f s from this clock" % (d[0], -age))
     s = r.all("Server")
     check(len(s) == 1 and s[0], "%s: want one Server header, got %r" % (r.status_line, s))

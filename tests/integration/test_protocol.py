@@ -1,12 +1,12 @@
 """Persistent connections, pipelining, common response headers, OPTIONS."""
 
-import calendar
 import select
 import socket
 import struct
 import time
 
-from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, SLOW, TestSkip, check, eq, request, test)
+from cowdtest import (DIGITS, HELLO, DATA, NUMBERED, SLOW, TestSkip, check, eq, imf_fixdate_seconds, request,
+                      test)
 
 
 @test("keepalive: HTTP/1.1 keeps the connection by default")
@@ -220,8 +220,6 @@ def _(srv):
 # test that ran within a few seconds of the server's start.
 @test("common: Date follows the clock on a long-lived connection, to the second")
 def _(srv):
-    def date_of(r):
-        return calendar.timegm(time.strptime(r.get("Date"), "%a, %d %b %Y %H:%M:%S GMT"))
     with srv.conn() as c:
         dates = []
         for i in range(3):
@@ -231,7 +229,7 @@ def _(srv):
             r = c.response()
             now = time.time()
             eq(r.status_line, "HTTP/1.1 200 OK", "request %d" % i)
-            dates.append(date_of(r))
+            dates.append(imf_fixdate_seconds(r.get("Date")))
             check(0 <= now - dates[-1] < 2 * SLOW, "request %d: Date %r, %.2f s behind this clock"
                   % (i, r.get("Date"), now - dates[-1]))
         check(dates[0] < dates[1] < dates[2], "Date values 1.2 s apart: %r" % dates)

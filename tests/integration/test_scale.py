@@ -42,6 +42,15 @@ def worker_fds(srv):
     return best
 
 
+def served_connections(srv, n, socks):
+    """Opens n connections to srv, appending each to socks (for the
+    caller to close), and has each serve a GET: each then idles on keep-alive."""
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        socks.append(s)
+        eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "connection %d served" % len(socks))
+
+
 def get_on(sock):
     return get_on_rest(sock, HELLO_REQ)
 
@@ -127,10 +136,7 @@ def _(srv):
         # every one serves a request at once and then idles on keep-alive
         # (before, one in 50 did: the others were silent new connections, not
         # idle ones, and the last of them near their --header-timeout)
-        for _ in range(5000):
-            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            socks.append(s)
-            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "idle connection served")
+        served_connections(srv, 5000, socks)
         top = worker_fds(srv)
         check(top >= 5000, "the worker holds the connections (highest descriptor %d)" % top)
         t0 = time.time()
@@ -158,10 +164,7 @@ def _(srv):
     pid = worker_to_measure(srv)
     socks = []
     try:
-        for _ in range(300):
-            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            socks.append(s)
-            eq(get_on(s)[:17], b"HTTP/1.1 200 OK\r\n", "connection served")
+        served_connections(srv, 300, socks)
         time.sleep(2.5)     # past the park delay (1 s): all 300 are parked
         rss = proc_status(pid, "VmRSS")
         check(rss < 64 * 1024, "worker RSS %d KB with --max-connections 1000000 and 300 idle "
