@@ -4,9 +4,12 @@
  * slot of --max-connections just before each accept (never while asleep).
  *
  * Stopping (graceful shutdown): acceptor_stop() makes a private pipe
- * readable; every accept thread waits on its listen socket and that pipe,
- * so each wakes, closes its listen socket and returns.  Nothing is shut
- * down on the socket itself: several workers may share it.
+ * readable; every accept thread waits on its listen socket and that pipe
+ * (or, with the pool empty, on a free message and that pipe), so each
+ * wakes, closes its listen socket and returns; one waiting at
+ * --max-connections is woken by depot_stop_accepting().  Else new clients
+ * queued on a socket nobody would accept from until the worker exited.
+ * Nothing is shut down on the socket itself: several workers may share it.
  *
  * Several workers sharing one listen socket all wake when it becomes
  * readable (the Pth scheduler polls it); the losers' accept4 returns EAGAIN
@@ -113,6 +116,7 @@ struct acceptor {
     struct depot *d;
     pth_event_t ev_listen;      /* the listen socket or the stop pipe */
     pth_event_t ev_client;      /* alone, not in ev_listen's ring: the wait at --max-connections */
+    pth_event_t ev_stop;        /* the stop pipe, alone: the wait for a free message */
     /* the refused client's drain: each accept thread its own, since a Pth
      * event waited on by two threads at once corrupts the scheduler's
      * wait lists (two addresses can refuse at the same time once the
@@ -227,12 +231,14 @@ struct acceptor *acceptor_new(int lfd, struct depot *d)
     pth_event_t ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, stop_pipe[0]);
     a->ev_listen = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
     a->ev_client = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, lfd);
+    a->ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, stop_pipe[0]);
     if (ev_stop == NULL || a->ev_listen == NULL || a->ev_client == NULL ||
-        io_waiter_init(&a->refuse_waiter) < 0) {
+        a->ev_stop == NULL || io_waiter_init(&a->refuse_waiter) < 0) {
         log_errno(LOG_ERROR, "acceptor: cannot create wait events");
         pth_event_free(ev_stop, PTH_FREE_THIS);         /* each a no-op if NULL */
         pth_event_free(a->ev_listen, PTH_FREE_THIS);
         pth_event_free(a->ev_client, PTH_FREE_THIS);
+        pth_event_free(a->ev_stop, PTH_FREE_THIS);
         io_waiter_free(&a->refuse_waiter);              /* safe if never set up */
         free(a);
         return NULL;
@@ -268,7 +274,10 @@ void acceptor_run(struct acceptor *a)
     int queued = -1;
 
     while (!stopping) {
-        struct depot_msg *m = depot_msg_take(d, 1);     /* waits while the pool is empty */
+        /* waits while the pool is empty; NULL: stopping */
+        struct depot_msg *m = depot_msg_take(d, 1, a->ev_stop);
+        if (m == NULL)
+            break;
         m->conn.requests = 0;
         /* counted: this thread holds a slot of --max-connections for the
          * client it is about to accept.  It is taken only once a client is
@@ -413,6 +422,7 @@ void acceptor_run(struct acceptor *a)
     }
     pth_event_free(ev_listen, PTH_FREE_ALL);
     pth_event_free(ev_client, PTH_FREE_THIS);
+    pth_event_free(a->ev_stop, PTH_FREE_THIS);
     io_waiter_free(&a->refuse_waiter);
     close(lfd);
     free(a);

@@ -52,6 +52,7 @@ struct depot {
     pth_mutex_t cap_mutex;
     pth_cond_t cap_cond;            /* signalled when a connection closes at the cap */
     int cap_waiting;
+    int stopping;                   /* depot_stop_accepting() was called */
 };
 
 static void hold_unlink(struct depot *d, struct handler *h)
@@ -286,7 +287,7 @@ struct depot *depot_create(const struct depot_config *dc)
  * this key (allocated on a thread's first wait, then reused). */
 static pth_key_t ev_free_key = PTH_KEY_INIT;
 
-struct depot_msg *depot_msg_take(struct depot *d, int wait)
+struct depot_msg *depot_msg_take(struct depot *d, int wait, pth_event_t ev_stop)
 {
     pth_message_t *pm;
     while ((pm = pth_msgport_get(d->free_port)) == NULL) {
@@ -299,7 +300,15 @@ struct depot_msg *depot_msg_take(struct depot *d, int wait)
             pth_nap(pth_time(0, 10000));
             continue;
         }
+        if (ev_stop == NULL) {
+            pth_wait(ev);
+            continue;
+        }
+        pth_event_concat(ev, ev_stop, NULL);
         pth_wait(ev);
+        pth_event_isolate(ev_stop);
+        if (pth_event_status(ev_stop) == PTH_STATUS_OCCURRED)
+            return NULL;
     }
     return (struct depot_msg *)pm;
 }
@@ -315,7 +324,7 @@ int depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client)
     int over = 0;
     if (d->cfg.max_connections != 0 && d->open_conns >= d->cfg.max_connections) {
         pth_mutex_acquire(&d->cap_mutex, FALSE, NULL);
-        while (d->open_conns >= d->cfg.max_connections) {
+        while (d->open_conns >= d->cfg.max_connections && !d->stopping) {
             /* Once a client is waiting, make room by closing the connection
              * idle longest, as nginx does: else idle keep-alive clients (or
              * silent ones) at the cap would lock every new client out for a
@@ -336,6 +345,15 @@ int depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client)
     }
     d->open_conns++;
     return over;
+}
+
+void depot_stop_accepting(struct depot *d)
+{
+    d->stopping = 1;
+    if (d->cap_waiting) {
+        d->cap_waiting = 0;
+        pth_cond_notify(&d->cap_cond, TRUE);
+    }
 }
 
 int depot_conn_make_room(struct depot *d)

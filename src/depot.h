@@ -79,8 +79,9 @@ struct depot *depot_create(const struct depot_config *dc);
 
 /* Takes a free message; when the pool is empty it waits (the caller yields
  * and stops accepting) until a handler frees one, or returns NULL at once
- * if !wait.  For connections that are already open (e.g. unparked). */
-struct depot_msg *depot_msg_take(struct depot *d, int wait);
+ * if !wait, or NULL once ev_stop (may be NULL; not in a ring) occurs while
+ * it waits.  For connections that are already open (e.g. unparked). */
+struct depot_msg *depot_msg_take(struct depot *d, int wait, pth_event_t ev_stop);
 /* The accept thread counts the connection it is about to accept as open,
  * waiting first while max_connections are open.  At the cap, a client
  * waiting on listening socket lfd (ev_client: its readability, may be NULL)
@@ -91,6 +92,11 @@ struct depot_msg *depot_msg_take(struct depot *d, int wait);
  * when processes share a listening socket: all of them see the one client,
  * and each closing an idle connection for it would close one per process. */
 int depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client);
+/* The worker is stopping: a thread waiting at max_connections in
+ * depot_conn_reserve() returns at once (counting its slot as usual), and so
+ * does every later call, so that it can close its listening socket rather
+ * than leave new clients in its queue until the worker exits. */
+void depot_stop_accepting(struct depot *d);
 /* Closes the connection idle longest for a slot counted over the cap;
  * 1 if there was one (it is then no longer over).  May yield. */
 int depot_conn_make_room(struct depot *d);

@@ -180,7 +180,7 @@ static void unpark(struct slot *s)
     conn.parked_before = 1;
     io_clock_now(&conn.queued);
     slot_release(s);
-    struct depot_msg *m = depot_msg_take(lot.depot, 1);
+    struct depot_msg *m = depot_msg_take(lot.depot, 1, NULL);
     m->conn = conn;
     depot_submit(lot.depot, m);
 }

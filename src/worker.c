@@ -117,6 +117,7 @@ static void stop(const char *why)
     conn_stopping = 1;
     if (acceptor_stop() < 0)
         log_errno(LOG_ERROR, "worker: cannot wake the accept threads (they stop at their next connection)");
+    depot_stop_accepting(depot);    /* an accept thread waiting at --max-connections */
     if (spawn_detached("drain", 32 * 1024, drain_main, NULL) == NULL) {
         log_errno(LOG_ERROR, "worker: cannot start the drain thread; exiting now");
         worker_exit();

@@ -770,6 +770,77 @@ def _(shared):
         finish(srv)
 
 
+def stop_refuses_new_clients(shared, args, n_held):
+    """The one worker kept busy by n_held connections (the first a 20 MB
+    download nobody reads, which keeps the stopping worker alive; the rest
+    have begun a request head), its accept thread then waiting at
+    --max-connections or for a free message: after SIGTERM a new client
+    must be refused at once, not left in the listening socket's queue
+    until the worker exits."""
+    # the stop must outlast the new client's wait, or the worker's exit
+    # would answer it (with a reset) on the old code too
+    srv = start(shared.root, ["--workers", "1", "--shutdown-timeout", str(int(12 * cowdtest.SLOW)),
+                              "--header-timeout", "60"] + args)
+    held = []
+    try:
+        workers_of(srv, 1)
+        for i in range(n_held):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            if i == 0:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+                s.sendall(request("GET", "/big.bin"))
+            else:
+                s.sendall(b"GET /hello.txt HTTP/1.1\r\n")
+            held.append(s)
+            time.sleep(0.05)
+        time.sleep(0.3 * cowdtest.SLOW)     # the accept thread is asleep at its limit
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5 * cowdtest.SLOW)
+        eq(srv.proc.poll(), None, "still stopping (a download in progress)")
+        t0 = time.time()
+        try:
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=3 * cowdtest.SLOW)
+        except ConnectionRefusedError:
+            pass
+        else:
+            with c:
+                # queued: at most a moment before the socket closes (the
+                # code before waited on a busy handler, 1-1.5 s here)
+                c.settimeout(0.5 * cowdtest.SLOW)
+                try:
+                    c.sendall(request("GET", "/hello.txt"))
+                    got = c.recv(4096)
+                except (ConnectionResetError, BrokenPipeError):
+                    got = b""
+                except socket.timeout:
+                    raise TestFailure("a client that connected 0.5 s after SIGTERM had no answer after "
+                                      "%.1f s: the stopping worker kept its listening socket open"
+                                      % (time.time() - t0))
+                check(not got.startswith(b"HTTP/1.1 200"), "a new client was served after SIGTERM")
+        for s in held:          # the download and the heads end: the worker exits
+            s.close()
+        eq(stop_wait(srv), 0, "master exit status")
+    finally:
+        for s in held:
+            s.close()
+        finish(srv)
+
+
+@test("workers: SIGTERM while the accept thread waits at --max-connections: new clients are refused at once")
+def _(shared):
+    # the first client takes the one connection allowed; the second waits in
+    # the listen queue, and the accept thread at the cap for it
+    stop_refuses_new_clients(shared, ["--max-connections", "1"], 2)
+
+
+@test("workers: SIGTERM while the accept thread waits for a free handler: new clients are refused at once")
+def _(shared):
+    # one handler thread, 3 messages: the handler holds the first client
+    # (its message back in the pool), the next three queue on the other
+    # three, and the accept thread waits for a fourth
+    stop_refuses_new_clients(shared, ["--threads", "1"], 4)
+
+
 # ---------------------------------------------------------------------------
 # access log
 # ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include "check_run.h"
 #include <pth.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "depot.h"
 
@@ -22,7 +23,7 @@ static int submit_from_serve;       /* fd 0's serve submits this many more */
 
 static void submit_fd(int fd)
 {
-    struct depot_msg *m = depot_msg_take(dep, 0);
+    struct depot_msg *m = depot_msg_take(dep, 0, NULL);
     ck_assert_ptr_nonnull(m);
     m->conn.fd = fd;
     depot_submit(dep, m);
@@ -67,6 +68,20 @@ static void run_until_served(int n)
         pth_yield(NULL);
     for (int i = 0; i < 100; i++)   /* let handlers report done */
         pth_yield(NULL);
+}
+
+/* a joinable thread running fn(arg), then 100 yields: it has run until it
+ * waits (or finished) */
+static pth_t spawn_and_settle(void *(*fn)(void *), void *arg)
+{
+    pth_attr_t a = pth_attr_new();
+    pth_attr_set(a, PTH_ATTR_JOINABLE, TRUE);
+    pth_t t = pth_spawn(a, fn, arg);
+    pth_attr_destroy(a);
+    ck_assert(t != NULL);
+    for (int i = 0; i < 100; i++)
+        pth_yield(NULL);
+    return t;
 }
 
 START_TEST(handlers_start_suspended_and_idle)
@@ -145,7 +160,7 @@ static void *fake_acceptor(void *arg)
 {
     (void)arg;
     for (int fd = 0; fd < 5; fd++) {
-        struct depot_msg *m = depot_msg_take(dep, 1);   /* waits when the pool is empty */
+        struct depot_msg *m = depot_msg_take(dep, 1, NULL);   /* waits when the pool is empty */
         m->conn.fd = 50 + fd;
         depot_submit(dep, m);
         accepted++;
@@ -166,7 +181,7 @@ START_TEST(empty_pool_stops_accepting)
      * and fd 52 wait in the depot: both messages are taken */
     ck_assert_int_eq(n_served, 1);
     ck_assert_int_eq(accepted, 3);
-    ck_assert_ptr_null(depot_msg_take(dep, 0));
+    ck_assert_ptr_null(depot_msg_take(dep, 0, NULL));
     struct depot_stats st;
     depot_get_stats(dep, &st);
     ck_assert_uint_eq(st.free_msgs, 0);
@@ -189,7 +204,7 @@ static int taken_by[2];
 static void *take_one(void *arg)
 {
     int who = (int)(long)arg;
-    struct depot_msg *m = depot_msg_take(dep, 1);   /* both wait: the pool is empty */
+    struct depot_msg *m = depot_msg_take(dep, 1, NULL);   /* both wait: the pool is empty */
     taken_by[who]++;
     depot_msg_return(dep, m);
     return NULL;
@@ -201,7 +216,7 @@ static void *take_one(void *arg)
 START_TEST(two_threads_wait_for_the_empty_pool)
 {
     start(1, 1);
-    struct depot_msg *held = depot_msg_take(dep, 0);
+    struct depot_msg *held = depot_msg_take(dep, 0, NULL);
     ck_assert_ptr_nonnull(held);
     taken_by[0] = taken_by[1] = 0;
     pth_attr_t a = pth_attr_new();
@@ -218,6 +233,93 @@ START_TEST(two_threads_wait_for_the_empty_pool)
     ck_assert(pth_join(t1, NULL));
     ck_assert_int_eq(taken_by[0], 1);
     ck_assert_int_eq(taken_by[1], 1);
+}
+END_TEST
+
+static struct depot_msg *taken_at_stop;
+static int take_returned;
+
+static void *take_until_stop(void *arg)
+{
+    taken_at_stop = depot_msg_take(dep, 1, (pth_event_t)arg);
+    take_returned = 1;
+    return NULL;
+}
+
+/* A stopping worker's accept thread waiting for a free message must wake
+ * on its stop event, not at the next free message (which may be the end of
+ * the longest transfer), or new clients queued on its listening socket
+ * until the worker exited. */
+START_TEST(empty_pool_wait_ends_on_stop_event)
+{
+    start(1, 1);
+    struct depot_msg *held = depot_msg_take(dep, 0, NULL);
+    ck_assert_ptr_nonnull(held);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pth_event_t ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, p[0]);
+    ck_assert_ptr_nonnull(ev_stop);
+    take_returned = 0;
+    taken_at_stop = held;
+    pth_t t = spawn_and_settle(take_until_stop, ev_stop);
+    ck_assert_int_eq(take_returned, 0);
+    ck_assert_int_eq(write(p[1], "s", 1), 1);
+    ck_assert(pth_join(t, NULL));
+    ck_assert_ptr_null(taken_at_stop);
+    pth_event_free(ev_stop, PTH_FREE_THIS);
+    close(p[0]);
+    close(p[1]);
+
+    /* a message that comes first is taken, the stop event (still pending)
+     * split off again: a second wait with it works as the first */
+    ck_assert_int_eq(pipe(p), 0);
+    ev_stop = pth_event(PTH_EVENT_FD | PTH_UNTIL_FD_READABLE, p[0]);
+    ck_assert_ptr_nonnull(ev_stop);
+    for (int round = 0; round < 2; round++) {
+        take_returned = 0;
+        taken_at_stop = NULL;
+        t = spawn_and_settle(take_until_stop, ev_stop);
+        ck_assert_int_eq(take_returned, 0);
+        depot_msg_return(dep, held);
+        ck_assert(pth_join(t, NULL));
+        ck_assert_ptr_eq(taken_at_stop, held);
+        ck_assert(pth_event_status(ev_stop) != PTH_STATUS_OCCURRED);
+    }
+    pth_event_free(ev_stop, PTH_FREE_THIS);
+    close(p[0]);
+    close(p[1]);
+}
+END_TEST
+
+static int reserve_returned;
+
+static void *reserve_one(void *arg)
+{
+    (void)arg;
+    depot_conn_reserve(dep, -1, NULL);
+    reserve_returned = 1;
+    return NULL;
+}
+
+/* An accept thread waiting at --max-connections returns once the worker
+ * stops accepting, so it can close its listening socket. */
+START_TEST(stop_accepting_ends_the_wait_at_the_cap)
+{
+    ck_assert(pth_init());
+    n_served = 0;
+    struct depot_config dc = { .handlers = 1, .messages = 2, .stack_size = 32 * 1024,
+                               .serve = fake_serve, .max_connections = 1 };
+    dep = depot_create(&dc);
+    ck_assert_ptr_nonnull(dep);
+    ck_assert_int_eq(depot_conn_reserve(dep, -1, NULL), 0);    /* the one allowed */
+    reserve_returned = 0;
+    pth_t t = spawn_and_settle(reserve_one, NULL);
+    ck_assert_int_eq(reserve_returned, 0);
+    depot_stop_accepting(dep);
+    ck_assert(pth_join(t, NULL));
+    ck_assert_int_eq(reserve_returned, 1);
+    /* and a later reservation does not wait either */
+    depot_conn_reserve(dep, -1, NULL);
 }
 END_TEST
 
@@ -251,6 +353,8 @@ int main(void)
     tcase_add_test(tc, empty_pool_stops_accepting);
     tcase_add_test(tc, two_threads_wait_for_the_empty_pool);
     tcase_add_test(tc, done_overtakes_queued_connections);
+    tcase_add_test(tc, empty_pool_wait_ends_on_stop_event);
+    tcase_add_test(tc, stop_accepting_ends_the_wait_at_the_cap);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -202,7 +202,7 @@ START_TEST(stop_during_an_unpark_waiting_for_a_message)
     park_pair(a, 1, 60);
     park_pair(b, 1, 60);
     /* take the depot's only message: the park thread will have to wait */
-    struct depot_msg *held = depot_msg_take(dep, 0);
+    struct depot_msg *held = depot_msg_take(dep, 0, NULL);
     ck_assert_ptr_nonnull(held);
     ck_assert_int_eq(write(a[1], "x", 1), 1);
     settle();                                       /* park thread now waits in unpark */
@@ -402,7 +402,7 @@ START_TEST(stale_event_does_not_unpark_the_slots_next_connection)
     start(1);
     park_pair(a, 1, 60);
     park_pair(b, 1, 60);
-    struct depot_msg *held = depot_msg_take(dep, 0);
+    struct depot_msg *held = depot_msg_take(dep, 0, NULL);
     ck_assert_ptr_nonnull(held);
     ck_assert_int_eq(write(a[1], "x", 1), 1);
     ck_assert_int_eq(write(b[1], "x", 1), 1);
