@@ -991,6 +991,54 @@ static int t_regular_file(void)
     return 1;
 }
 
+static int nonblocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl != -1 && (fl & O_NONBLOCK) != 0;
+}
+
+/* a pipe is non-blocking only while pth_read tries it: not while the
+   reader sleeps (another process sharing it would see the flag), nor
+   after a cancellation ended the wait */
+static int t_pipe_mode(void)
+{
+    int p[2];
+    struct reader r;
+    pth_t t;
+    void *v;
+
+    CHECK(pipe(p) == 0);
+    memset(&r, 0, sizeof(r));
+    r.fd = p[0];
+    t = spawn(reader_thread, &r, 0);
+    pth_nap(pth_time(0, 10000));
+    CHECK(!r.done);
+    CHECK(!nonblocking(p[0]));
+    CHECK(pth_cancel(t));
+    CHECK(pth_join(t, &v));
+    CHECK(v == PTH_CANCELED && !r.done);
+    CHECK(!nonblocking(p[0]));
+
+    /* a reader that waits, then gets its byte: blocking again after */
+    memset(&r, 0, sizeof(r));
+    r.fd = p[0];
+    t = spawn(reader_thread, &r, 0);
+    pth_nap(pth_time(0, 10000));
+    CHECK(!nonblocking(p[0]));
+    CHECK(write(p[1], "a", 1) == 1);
+    CHECK(pth_join(t, NULL));
+    CHECK(r.done && r.n == 1 && r.buf[0] == 'a');
+    CHECK(!nonblocking(p[0]));
+
+    /* the application's own non-blocking mode is kept: EAGAIN, no wait */
+    CHECK(fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK) == 0);
+    CHECK(pth_read(p[0], r.buf, 1) == -1 && errno == EAGAIN);
+    CHECK(nonblocking(p[0]));
+    close(p[0]);
+    close(p[1]);
+    return 1;
+}
+
 /* spurious wakeup: two readers, one byte -- the loser re-waits rather
    than blocking the process */
 static int t_spurious(void)
@@ -1483,6 +1531,7 @@ static const struct test tests[] = {
     { "sigmask",          t_sigmask,          0, 0 },
     { "regular_file",     t_regular_file,     0, 0 },
     { "spurious_wakeup",  t_spurious,         0, 0 },
+    { "pipe_mode",        t_pipe_mode,        0, 0 },
     { "select",           t_select,           0, 0 },
     { "et_consumed",      t_et_consumed,      0, 0 },
     { "et_two_waiters",   t_et_two_waiters,   0, 0 },
