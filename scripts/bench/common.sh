@@ -95,11 +95,22 @@ wait_http() {
 # pid_alive PID
 pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 
+# our_child PID: PID is a live child of this shell.  A server that died was
+# reaped by bash, and its PID may since have gone to another process (a
+# sweep starts thousands): that one is not ours to signal.
+our_child() {
+    local ppid
+    ppid=$(ps -o ppid= -p "$1" 2>/dev/null) || return 1
+    [ "${ppid// /}" = "$BASHPID" ]
+}
+
 # stop_pid PID [GRACE_S]: TERM, wait up to GRACE_S, then KILL. Only ever used
-# on PIDs this suite started itself.
+# on PIDs this suite started itself, and only while they are still its
+# children.
 stop_pid() {
     local pid=$1 grace=${2:-5} i
     pid_alive "$pid" || return 0
+    our_child "$pid" || return 0
     kill -TERM "$pid" 2>/dev/null
     for ((i = 0; i < grace * 10; i++)); do
         pid_alive "$pid" || { wait "$pid" 2>/dev/null; return 0; }

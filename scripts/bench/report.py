@@ -136,8 +136,12 @@ def summarize_runs(rows):
                 m["lat_p99_min"], m["lat_p99_max"] = min(p99s), max(p99s)
             cpk = [fnum(r["cpu_s"]) * 1000 / fnum(r["replies"])
                    for r in good if fnum(r["replies"], 0) > 0 and fnum(r["cpu_s"]) is not None]
-            m["cpu_per_1k"] = median(cpk)
-            m["per_cpu_s"] = 1000 / m["cpu_per_1k"] if m["cpu_per_1k"] else None
+            # the median of the runs' own replies per CPU-second (with an
+            # even count, 1000 / the median CPU per reply is the harmonic
+            # mean of the middle two, below their median), and the CPU per
+            # 1,000 replies shown beside it its inverse, so the two agree
+            m["per_cpu_s"] = median([1000 / c for c in cpk if c > 0])
+            m["cpu_per_1k"] = 1000 / m["per_cpu_s"] if m["per_cpu_s"] else median(cpk)
             if cpk and min(cpk) > 0:
                 m["per_cpu_s_min"], m["per_cpu_s_max"] = 1000 / max(cpk), 1000 / min(cpk)
             m["bytes_per_reply"] = median([fnum(r.get("bytes_per_reply")) for r in good])

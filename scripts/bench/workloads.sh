@@ -260,6 +260,8 @@ workload_a() {
         for s in "${live[@]}"; do
             if ! pid_alive "${a_pid[$s]}"; then
                 warn "$s died during the sweep"
+                forget_pid "${a_pid[$s]}"
+                a_pid[$s]=     # reaped: the PID may be another process's by the end
             elif [ ! -s "$OUT/step-$s.tmp" ]; then
                 warn "$s rate $rate: no httperf result in any run -- its sweep ends here"
             else

@@ -135,6 +135,19 @@ def _(srv):
           "verdict in %r" % md)
 
 
+@test("bench report: with an even number of runs, replies per CPU-second is the median of the runs'")
+def _(srv):
+    # cowd's four runs: 130,000 and 100,000 replies per CPU-second, twice each
+    # (1,000,000 replies in each); the median is 115,000 (1.15 x nginx's
+    # 100,000), where 1000 / the median CPU per 1,000 replies gave 113,043
+    rows = []
+    for rep, cpu in enumerate((1e6 / 130000, 10.0, 1e6 / 130000, 10.0)):
+        rows.append(("cowd", "f2k", 100000, "%.9f" % cpu, 0.5, rep))
+        rows.append(("nginx", "f2k", 100000, 10.0, 0.6, rep))
+    md = bench_report(rows)
+    check("| b: f2k | ✓ 1.15 | ✓ 1.00 | ✓ 0.50 vs 0.60 (nginx) |" in md, "f2k row in %r" % md)
+
+
 # A row where cowd had no result (not started, died, served nothing) was
 # "not measured" and never a miss, so such a run could still say "Every
 # target met"; and a peer that served nothing (lighttpd in (e) at its
@@ -467,6 +480,50 @@ def _(srv):
     check(re.search(r"^ticks=\d+ \d+$", out, re.M), "cpu_ticks output in %r" % out)
     check("pct=25.0\n" in out, "50 of 200 ticks stolen in %r" % out)
     check("none=\n" in out and "same=\n" in out, "unknown steal not empty in %r" % out)
+
+
+@test("bench: stop_pid signals only its own live children, never a process that took a dead one's PID")
+def _(srv):
+    # a process that is not the shell's child stands for one that reused the
+    # PID of a server that died and was reaped during the sweep
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        script = ('BENCH_DIR=%s; . "$BENCH_DIR/common.sh"; stop_pid %d 1; '
+                  'sleep 30 & own=$!; stop_pid $own 1; kill -0 $own 2>/dev/null && echo own-alive; '
+                  'echo done' % (os.path.join(SRCDIR, "scripts", "bench"), other.pid))
+        p = subprocess.run(["bash", "-c", script], capture_output=True, timeout=30)
+        eq(p.returncode, 0, "exit status: %s" % p.stderr.decode(errors="replace"))
+        eq(p.stdout.decode(), "done\n", "the shell's own child stopped")
+        eq(other.poll(), None, "a process that is not the shell's child was signalled")
+    finally:
+        other.kill()
+        other.wait()
+
+
+@test("bench ab: a build that does not serve is stopped before ab exits, not left running")
+def _(srv):
+    for tool in ("wrk", "curl", "taskset"):
+        if shutil.which(tool) is None:
+            raise TestSkip("%s not installed" % tool)
+    with tempfile.TemporaryDirectory() as tmp:
+        pid_file = os.path.join(tmp, "pid")
+        fake = os.path.join(tmp, "fake-cowd")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\necho $$ > %s\nexec sleep 60\n" % pid_file)
+        os.chmod(fake, 0o755)
+        p = subprocess.run([os.path.join(SRCDIR, "scripts", "bench", "ab"), "--rounds", "1",
+                            "--files", "2048", fake, fake], capture_output=True, timeout=60)
+        check(p.returncode != 0, "ab succeeded with a build that serves nothing")
+        check(b"did not serve" in p.stderr, "ab's error: %r" % p.stderr[-300:])
+        with open(pid_file) as f:
+            pid = int(f.read())
+        deadline = time.time() + 2
+        while os.path.exists("/proc/%d" % pid) and time.time() < deadline:
+            time.sleep(0.05)
+        left = os.path.exists("/proc/%d" % pid)
+        if left:
+            os.kill(pid, signal.SIGKILL)
+        check(not left, "the server ab started was still running after ab exited")
 
 
 @test("bench: a run with a pinned CPU stolen is run again, the least-stolen attempt kept")
