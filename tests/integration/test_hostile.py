@@ -151,6 +151,29 @@ def run_case(srv, case):
             eq(r.body, files["hello.txt"], "%s: normal GET body" % case["id"])
 
 
+@test("hostile: the README and tests/hostile/README.md give the table's row count, by category")
+def _(srv):
+    cases = load_table()
+    base = SRCDIR or os.path.join(HERE, "..", "..")
+    with open(os.path.join(base, "README"), encoding="utf-8") as f:
+        readme = f.read()
+    stated = [int(n) for n in re.findall(r"([0-9]+) hostile requests|hostile-input table \(([0-9]+) cases\)",
+                                           readme) for n in n if n]
+    check(len(stated) == 2, "README states the table's size twice, found %r" % stated)
+    for n in stated:
+        eq(n, len(cases), "the README's count of hostile cases")
+    with open(os.path.join(base, "tests", "hostile", "README.md"), encoding="utf-8") as f:
+        hreadme = f.read()
+    m = re.search(r"Cases by category \(([0-9]+)\)", hreadme)
+    check(m is not None, "tests/hostile/README.md states the total")
+    eq(int(m.group(1)), len(cases), "tests/hostile/README.md's total")
+    by_category = {}
+    for case in cases:
+        by_category[case["category"]] = by_category.get(case["category"], 0) + 1
+    listed = {c: int(n) for c, n in re.findall(r"^\| ([a-z-]+) \| ([0-9]+) \|", hreadme, re.M)}
+    eq(listed, by_category, "tests/hostile/README.md's cases by category")
+
+
 def _register():
     for case in load_table():
         def t(srv, case=case):
