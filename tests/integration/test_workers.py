@@ -770,6 +770,14 @@ def _(shared):
         finish(srv)
 
 
+def read_slowly(s):
+    try:
+        while s.recv(4096):
+            time.sleep(0.05)
+    except OSError:
+        pass
+
+
 def stop_refuses_new_clients(shared, args, n_held):
     """The one worker kept busy by n_held connections (the first a 20 MB
     download nobody reads, which keeps the stopping worker alive; the rest
@@ -789,6 +797,18 @@ def stop_refuses_new_clients(shared, args, n_held):
             if i == 0:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
                 s.sendall(request("GET", "/big.bin"))
+                # the download has begun (a slow start, valgrind's, could
+                # else leave it queued, and the stop would end it unserved)
+                got = 0
+                while got < 65536:
+                    d = s.recv(65536)
+                    check(d, "the download ended early")
+                    got += len(d)
+                # then read on at about 80 KiB/s: above the pressure rule's
+                # 16 KiB/s, so the download is never cut for stalling
+                # (under valgrind the test outlasts its 2 s grace), and it
+                # keeps the handler busy for minutes
+                threading.Thread(target=read_slowly, args=(s,), daemon=True).start()
             else:
                 s.sendall(b"GET /hello.txt HTTP/1.1\r\n")
             held.append(s)
