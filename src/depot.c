@@ -347,13 +347,20 @@ int depot_conn_reserve(struct depot *d, int lfd, pth_event_t ev_client)
     return over;
 }
 
+/* Wakes the thread waiting at the cap, if any (1: then the caller yields). */
+static int wake_cap_waiter(struct depot *d)
+{
+    if (!d->cap_waiting)
+        return 0;
+    d->cap_waiting = 0;
+    pth_cond_notify(&d->cap_cond, TRUE);
+    return 1;
+}
+
 void depot_stop_accepting(struct depot *d)
 {
     d->stopping = 1;
-    if (d->cap_waiting) {
-        d->cap_waiting = 0;
-        pth_cond_notify(&d->cap_cond, TRUE);
-    }
+    wake_cap_waiter(d);
 }
 
 int depot_conn_make_room(struct depot *d)
@@ -365,19 +372,12 @@ int depot_conn_closed(struct depot *d)
 {
     if (d->open_conns > 0)
         d->open_conns--;
-    if (!d->cap_waiting)
-        return 0;
-    d->cap_waiting = 0;
-    pth_cond_notify(&d->cap_cond, TRUE);
-    return 1;
+    return wake_cap_waiter(d);
 }
 
 void depot_conn_idle(struct depot *d)
 {
-    if (d->cap_waiting) {
-        d->cap_waiting = 0;
-        pth_cond_notify(&d->cap_cond, TRUE);
-    }
+    wake_cap_waiter(d);
 }
 
 unsigned depot_open_connections(const struct depot *d)
